@@ -1,0 +1,1 @@
+"""Model families. Each family module exposes a `GaussianModel` (see `interface.py`)."""
