@@ -1,0 +1,129 @@
+"""Config keys every model family shares (`base_config()`); family files build on it.
+
+A family module `configs/<family>.py` does
+
+    from configs.common import base_config
+    def get_config(preset: str):
+        config = base_config()
+        config.model_family = "<family>"
+        config.model = ml_collections.ConfigDict({...})   # read only by the family's `build(config)`
+        ...preset-specific overrides...
+        return config
+
+and lists its preset names in a module-level `PRESETS = ("16k", "tiny", ...)`. Names on the command
+line are `<family>_<preset>` (see `configs/__init__.py`).
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+
+def _default_data_config() -> ml_collections.ConfigDict:
+    """The data pipelines' own defaults when they exist; a local copy of the contract otherwise."""
+    try:
+        from data_pipelines.config import default_data_config
+    except ImportError:
+        default_data_config = None
+    if default_data_config is not None:
+        return ml_collections.ConfigDict(default_data_config())
+    return ml_collections.ConfigDict(
+        dict(
+            data_dir=ml_collections.FieldReference(None, field_type=str),
+            image_shape=(64, 64),
+            sampler="globalsplat",
+            num_context_views=2,
+            num_target_views=4,
+            eval_protocol="synthetic",
+            eval_num_scenes=ml_collections.FieldReference(None, field_type=int),
+            augment=False,
+            synthetic_num_train_scenes=64,
+            synthetic_num_test_scenes=8,
+        )
+    )
+
+
+def optimizer_config() -> ml_collections.ConfigDict:
+    """optax AdamW + schedule + clipping; see `locojax/train/optimizer.py` for the semantics."""
+    return ml_collections.ConfigDict(
+        dict(
+            learning_rate=2e-4,  # peak learning rate of the default group
+            b1=0.9,
+            b2=0.999,
+            eps=1e-8,
+            weight_decay=0.05,
+            # Parameters whose path contains one of these substrings (or which are 0-/1-D: biases,
+            # norm scales, gains) get no weight decay.
+            no_weight_decay=("bias", "scale", "norm", "embed", "pos_emb", "token"),
+            grad_clip_norm=1.0,  # global-norm clipping; <= 0 disables
+            # "warmup_cosine" (GlobalSplat, LocusGS), "one_cycle" (LoCoSplat), "constant".
+            schedule="warmup_cosine",
+            warmup_steps=100,
+            final_lr_fraction=0.0,  # cosine ends at learning_rate * final_lr_fraction
+            one_cycle_pct_start=0.05,  # one-cycle: fraction of steps spent rising
+            one_cycle_div_factor=25.0,  # one-cycle: start lr = peak / div_factor
+            one_cycle_final_div_factor=1e4,  # one-cycle: end lr = start lr / final_div_factor
+            # Per-group peak learning rates keyed by the names the model's `param_labels` returns,
+            # e.g. {"backbone": 2e-6}; groups not listed use `learning_rate`.
+            group_learning_rates=ml_collections.ConfigDict(),
+            # Groups whose parameters never change (no update, no optimizer moments), e.g. ("frozen",).
+            frozen_groups=("frozen",),
+        )
+    )
+
+
+def render_config() -> ml_collections.ConfigDict:
+    """Arguments of `locojax.render.rasterize_batch` the trainer passes through."""
+    return ml_collections.ConfigDict(
+        dict(
+            backend="tile",  # "tile" (locojax.render.rasterize_batch) or "dense" (O(P*N) reference)
+            background=(0.0, 0.0, 0.0),
+            near=0.01,
+            far=1e10,
+            eps2d=0.3,
+            capacities=ml_collections.ConfigDict(),  # e.g. {"max_tile_pairs": ...}, passed as **kwargs
+        )
+    )
+
+
+def eval_config() -> ml_collections.ConfigDict:
+    return ml_collections.ConfigDict(
+        dict(
+            protocol=ml_collections.FieldReference(None, field_type=str),  # None: data.eval_protocol
+            num_scenes=ml_collections.FieldReference(None, field_type=int),  # None: data.eval_num_scenes
+            lpips=True,  # LPIPS (VGG? AlexNet, per locojax.metrics) is the slow metric on CPU
+            num_sample_images=2,  # scenes rendered to PNG at every evaluation
+        )
+    )
+
+
+def base_config() -> ml_collections.ConfigDict:
+    """The shared keys (outside checks set `total_steps`, `batch_size`, `log_every`, `eval_every`,
+    `checkpoint_every`, `seed`, `dataset`)."""
+    config = ml_collections.ConfigDict()
+    config.model_family = ""  # dispatch key of locojax.models.registry.build_model
+    config.model = ml_collections.ConfigDict()  # family-specific, read only by the family's build()
+
+    config.total_steps = 1000
+    config.batch_size = 1  # global (all processes, all devices)
+    config.log_every = 10
+    config.eval_every = 500
+    config.checkpoint_every = 500
+    config.keep_checkpoints = 3  # keep-last-N (the best by eval PSNR is kept in addition)
+    config.seed = 0
+
+    config.dataset = "synthetic"
+    config.data = _default_data_config()
+
+    config.optimizer = optimizer_config()
+    config.render = render_config()
+    config.eval = eval_config()
+
+    config.precision = "float32"  # "float32" or "bfloat16" (compute; parameters stay float32)
+    config.remat = False  # activation rematerialisation (read by the model families)
+    config.sharding = "replicated"  # "replicated" params, or "fsdp" (params/opt state sharded on "data")
+
+    # Stop after this many consecutive non-finite steps (each is skipped, not applied).
+    config.max_consecutive_nonfinite = 20
+    config.progress_bar = True  # tqdm bar when stderr is a terminal and the run is long
+    return config

@@ -1,0 +1,6 @@
+"""Command-line entry points (thin scripts over `locojax.train`):
+
+    python -m experiments.train     --config=NAME --workdir=DIR [--config.KEY=VALUE ...]
+    python -m experiments.evaluate  --config=NAME --workdir=DIR [--step=N] [--protocol=NAME] [--export_ply]
+    python -m experiments.benchmark NAME [args]
+"""

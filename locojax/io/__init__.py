@@ -1,0 +1,1 @@
+"""File formats: `ply` (standard INRIA 3DGS .ply files)."""

@@ -1,0 +1,81 @@
+"""SSIM exactly as pixelSplat's evaluation computes it.
+
+pixelSplat `compute_ssim` calls scikit-image
+  structural_similarity(gt, pred, win_size=11, gaussian_weights=True, channel_axis=..., data_range=1.0)
+with its other defaults: Gaussian window sigma = 1.5 truncated at 3.5 sigma (radius 5: 11 taps),
+K1 = 0.01, K2 = 0.03, sample covariance (variances scaled by NP / (NP - 1), NP = 11**2), the SSIM map
+averaged after cropping (win_size - 1) / 2 = 5 pixels from every border, then averaged over channels.
+The crop removes exactly the pixels whose window touches skimage's 'reflect' padding, so a 'valid'
+separable filter reproduces the cropped map without any padding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+
+WIN_SIZE = 11
+SIGMA = 1.5
+K1, K2 = 0.01, 0.03
+
+
+def _gaussian_taps(sigma: float = SIGMA, truncate: float = 3.5) -> tuple[float, ...]:
+    """scipy.ndimage's 1D Gaussian kernel: radius int(truncate * sigma + 0.5), normalised to sum 1."""
+    radius = int(truncate * sigma + 0.5)
+    w = [math.exp(-0.5 * (x / sigma) ** 2) for x in range(-radius, radius + 1)]
+    s = sum(w)
+    return tuple(v / s for v in w)
+
+
+_TAPS = _gaussian_taps()
+assert len(_TAPS) == WIN_SIZE
+
+
+def _valid_filter(x, axis: int):
+    """Correlate with the Gaussian along `axis` ('valid': the output is 10 samples shorter)."""
+    n = x.shape[axis] - len(_TAPS) + 1
+    out = 0.0
+    for k, w in enumerate(_TAPS):  # 11 shifted multiply-adds: XLA fuses them into one loop
+        out = out + w * _slice(x, axis, k, n)
+    return out
+
+
+def _slice(x, axis, start, size):
+    idx = [slice(None)] * x.ndim
+    idx[axis] = slice(start, start + size)
+    return x[tuple(idx)]
+
+
+def ssim_map(pred, target, *, data_range: float = 1.0):
+    """Per-pixel SSIM over the cropped region: [..., H, W, C] -> [..., H - 10, W - 10, C]."""
+    x = pred.astype(jnp.float32)
+    y = target.astype(jnp.float32)
+    # Filter the five moment images in one pass: stack on a new leading axis.
+    moments = jnp.stack([x, y, x * x, y * y, x * y])
+    h_axis, w_axis = moments.ndim - 3, moments.ndim - 2
+    mu_x, mu_y, e_xx, e_yy, e_xy = _valid_filter(_valid_filter(moments, h_axis), w_axis)
+    cov_norm = WIN_SIZE**2 / (WIN_SIZE**2 - 1.0)  # use_sample_covariance=True
+    var_x = cov_norm * (e_xx - mu_x * mu_x)
+    var_y = cov_norm * (e_yy - mu_y * mu_y)
+    cov_xy = cov_norm * (e_xy - mu_x * mu_y)
+    c1 = (K1 * data_range) ** 2
+    c2 = (K2 * data_range) ** 2
+    num = (2.0 * mu_x * mu_y + c1) * (2.0 * cov_xy + c2)
+    den = (mu_x * mu_x + mu_y * mu_y + c1) * (var_x + var_y + c2)
+    return num / den
+
+
+def ssim(pred, target, *, data_range: float = 1.0):
+    """Mean SSIM per image, skimage/pixelSplat semantics: [..., H, W, C] -> [...]. H, W >= 11.
+
+    Images are not clipped (pixelSplat does not clip before SSIM). Differentiable in both arguments.
+    """
+    if pred.shape != target.shape:
+        raise ValueError(f"ssim: pred {pred.shape} and target {target.shape} differ in shape")
+    if pred.ndim < 3:
+        raise ValueError(f"ssim: expected [..., H, W, C] images, got shape {pred.shape}")
+    if min(pred.shape[-3:-1]) < WIN_SIZE:
+        raise ValueError(f"ssim: images {pred.shape[-3:-1]} are smaller than the {WIN_SIZE}x{WIN_SIZE} window")
+    # Mean over (H', W', C) equals skimage's mean over channels of per-channel means (equal sizes).
+    return jnp.mean(ssim_map(pred, target, data_range=data_range), axis=(-3, -2, -1))

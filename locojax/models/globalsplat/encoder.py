@@ -1,0 +1,138 @@
+"""The dual-branch latent encoder (paper sec. 3.3, eqs. 10-11; official `DualStreamSlotEncoder`).
+
+Slot layout along the token axis (per scene), as in the official code:
+
+    [ aux queries (4) | scene tokens (M) | global scale token (1) | slot registers (4) ]
+
+The aux queries and the scale token take part in attention but are not decoded; the slot
+registers are frozen with respect to cross-attention and its MLP (their deltas are masked) but
+are updated by self-attention. The memory the slots cross-attend is
+[ memory registers (4) | all patch tokens of all views ] - its length grows with the number of
+views, the slots do not: the Gaussian count is independent of the number of input views.
+
+Each of the B rounds runs, per stream (geometry, appearance): cross-attention of the slots to the
+memory, an MLP, then L self-attention blocks (eq. 11); then the two streams exchange information
+through a 2-layer mixer MLP with LayerScaled residuals (the "PairAdapter"; eq. after 11). The
+paper's eq. 10 projection is a LayerNorm + Linear per stream.
+
+`single_stream=True` is Table 5's "single-stream" ablation: one stream (widen `dim_latents` in the
+config to keep the parameter count comparable), no mixer; both decoder heads read it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from locojax.models.globalsplat.layers import (
+    LayerScale,
+    SelfAttentionBlock,
+    dense,
+    gelu,
+    layer_norm,
+    multihead_attention,
+)
+
+NUM_AUX_QUERIES = 4
+NUM_MEM_REGS = 4
+NUM_SLOT_REGS = 4
+
+
+class StreamRound(nn.Module):
+    """One stream's round: slots [B, S, D] cross-attend memory [B, T, Dm], MLP, self-attention tower."""
+
+    dim: int
+    heads: int
+    num_self_attention: int
+    mlp_ratio: float = 4.0
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, slots, memory, reg_mask):
+        d = self.dim
+        slots_in = layer_norm("slots_ln", self.dtype)(slots)
+        mem_in = layer_norm("mem_ln", self.dtype)(memory)
+        q = dense(d, "lat_q", self.dtype)(slots_in)
+        k = dense(d, "mem_k", self.dtype)(mem_in)
+        v = dense(d, "mem_v", self.dtype)(mem_in)
+        context = dense(d, "out_proj", self.dtype)(multihead_attention(q, k, v, self.heads))
+        updated = slots + LayerScale(d, 1e-3, name="attn_ls")(context) * reg_mask
+        hidden = int(round(d * self.mlp_ratio))
+        h = layer_norm("post_ln", self.dtype)(updated)
+        h = dense(d, "mlp_2", self.dtype)(gelu(dense(hidden, "mlp_0", self.dtype)(h)))
+        x = updated + LayerScale(d, 1e-3, name="mlp_ls")(h) * reg_mask
+        for i in range(self.num_self_attention):
+            x = SelfAttentionBlock(d, self.heads, self.mlp_ratio, 1e-2, self.dtype, name=f"tower_{i}")(x)
+        return x
+
+
+class PairAdapter(nn.Module):
+    """The 2-layer mixer MLP fusing the geometry and appearance streams (residual, LayerScaled)."""
+
+    dim: int
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, geo, tex):
+        mixed = jnp.concatenate([layer_norm("ln_g", self.dtype)(geo), layer_norm("ln_t", self.dtype)(tex)], -1)
+        mixed = dense(2 * self.dim, "mlp_2", self.dtype)(gelu(dense(self.dim, "mlp_0", self.dtype)(mixed)))
+        geo_delta, tex_delta = jnp.split(mixed, 2, axis=-1)
+        return (geo + LayerScale(self.dim, 1e-3, name="ls_g")(geo_delta),
+                tex + LayerScale(self.dim, 1e-3, name="ls_t")(tex_delta))
+
+
+class SlotEncoder(nn.Module):
+    """Latent tokens [B, M, D] + patch tokens [B, V, P, Dm] -> (appearance, geometry) [B, M, D] each."""
+
+    dim: int
+    memory_dim: int
+    heads: int
+    rounds: int
+    num_self_attention: int
+    single_stream: bool = False
+    remat: bool = False
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, state, tokens):
+        b, m, d = state.shape
+        if d != self.dim:
+            raise ValueError(f"latent tokens have width {d}, the encoder expects {self.dim}")
+        if self.dim % self.heads:
+            raise ValueError(f"dim_latents={self.dim} is not divisible by num_heads={self.heads}")
+        trunc = nn.initializers.truncated_normal(stddev=0.02)
+        aux = self.param("aux_query_tokens", trunc, (1, NUM_AUX_QUERIES, d), jnp.float32)
+        scale_emb = self.param("scale_emb", trunc, (1, 1, d), jnp.float32)
+        slot_regs = self.param("slot_regs", trunc, (1, NUM_SLOT_REGS, d), jnp.float32)
+        mem_regs = self.param("mem_regs", trunc, (1, NUM_MEM_REGS, self.memory_dim), jnp.float32)
+
+        def bank(p, n):
+            return jnp.broadcast_to(p, (b, n, p.shape[-1])).astype(state.dtype)
+
+        slots = jnp.concatenate([bank(aux, NUM_AUX_QUERIES), state, bank(scale_emb, 1),
+                                 bank(slot_regs, NUM_SLOT_REGS)], axis=1)
+        memory = tokens.reshape(b, -1, tokens.shape[-1])
+        memory = jnp.concatenate([bank(mem_regs, NUM_MEM_REGS).astype(memory.dtype), memory], axis=1)
+        num_slots = slots.shape[1]
+        reg_mask = (jnp.arange(num_slots) < num_slots - NUM_SLOT_REGS).astype(self.dtype)[None, :, None]
+
+        def project(name):  # eq. 10: LayerNorm + Linear per stream
+            x = layer_norm(f"{name}_0", self.dtype)(slots)
+            return dense(d, f"{name}_1", self.dtype)(x)
+
+        round_cls = nn.remat(StreamRound) if self.remat else StreamRound
+        geo = project("slot_to_geo")
+        tex = None if self.single_stream else project("slot_to_tex")
+        for r in range(self.rounds):
+            geo = round_cls(d, self.heads, self.num_self_attention, dtype=self.dtype,
+                            name=f"geo_rounds_{r}")(geo, memory, reg_mask)
+            if not self.single_stream:
+                tex = round_cls(d, self.heads, self.num_self_attention, dtype=self.dtype,
+                                name=f"tex_rounds_{r}")(tex, memory, reg_mask)
+                geo, tex = PairAdapter(d, self.dtype, name=f"pair_adapters_{r}")(geo, tex)
+        scene = slice(NUM_AUX_QUERIES, NUM_AUX_QUERIES + m)
+        if self.single_stream:
+            return geo[:, scene], geo[:, scene]
+        return tex[:, scene], geo[:, scene]

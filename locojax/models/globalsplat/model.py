@@ -1,0 +1,197 @@
+"""`GlobalSplatModel`: the `locojax.models.interface.GaussianModel` of GlobalSplat.
+
+predict (context Views in the canonical frame -> Gaussians [B, N, ...] at full capacity
+N = num_latents x 2^final_stage; lower curriculum stages are padded with zero-opacity copies, see
+`decoder.py`), loss_terms (appendix 0.B.3, `locojax.losses.globalsplat`), param_labels.
+
+With the consistency loss on and `train=True`, predict runs the two interleaved context subsets as
+one 2B batch (as the official trainer does), returns subset A's Gaussians (the ones the trainer
+renders) and puts subset B's in `aux["subset_b_gaussians"]`; loss_terms renders B on the same
+targets with the trainer's render function and forms eq. 49. Without it, predict uses all views.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping, Optional
+
+import jax
+import jax.numpy as jnp
+
+from locojax.geometry.cameras import denormalize_intrinsics, c2w_to_w2c
+from locojax.losses import globalsplat as gl
+from locojax.models.globalsplat import curriculum as cc
+from locojax.models.globalsplat.decoder import DecodedStage, decode_padded
+from locojax.models.globalsplat.network import GlobalSplatNet, NetConfig
+from locojax.models.globalsplat.rotation import rotation_6d_to_quaternion
+from locojax.models.globalsplat.subsets import gather_views, interleaved_subsets
+from locojax.models.interface import LossTerm
+from locojax.types import Batch, Gaussians, RenderOutput, Views
+
+
+@dataclasses.dataclass(frozen=True)
+class CurriculumConfig:
+    final_stage: int = 3                      # G_final = 2^final_stage Gaussians per latent
+    boundaries: tuple = (10_000, 20_000, 50_000)
+    ramp_steps: int = 2_000
+    enabled: bool = True                      # False: Table 5's "direct full-capacity prediction"
+    gate_tau: float = 1.0
+    eval_full_capacity: bool = True           # train=False decodes the final stage (official test)
+
+
+@dataclasses.dataclass(frozen=True)
+class LossConfig:
+    mse_weight: float = 2.0
+    lpips_weight: float = 1.0
+    frustum_weight: float = 1e-2
+    frustum_tau: float = 10.0
+    frustum_max_depth: float = 100.0
+    decoder_weight: float = 1e-2              # on scale + rotation + SH (eqs. 46-48)
+    opacity_weight: float = 1e-2              # eq. 44 (paper; not in the official decoder reg)
+    alpha_max: float = 0.2
+    consistency: bool = True                  # False: Table 5's "w/o consistency loss"
+    consistency_alpha_weight: float = 1e-3
+    consistency_depth_weight: float = 1e-2
+    consistency_support: float = 1e-2
+
+
+def to_gaussians(dec: DecodedStage) -> Gaussians:
+    """[B, P, G, ...] DecodedStage -> Gaussians [B, P * G, ...]."""
+    b, p, g = dec.means.shape[:3]
+    n = p * g
+    return Gaussians(
+        means=dec.means.reshape(b, n, 3),
+        quats=rotation_6d_to_quaternion(dec.rot6d).reshape(b, n, 4),
+        scales=dec.scales.reshape(b, n, 3),
+        opacities=dec.opacities.reshape(b, n),
+        sh=dec.sh.reshape(b, n, dec.sh.shape[-2], 3),
+    )
+
+
+class GlobalSplatModel:
+    """GaussianModel for GlobalSplat (see module docstring)."""
+
+    name = "globalsplat"
+
+    def __init__(self, net_cfg: NetConfig, curriculum: CurriculumConfig, loss: LossConfig,
+                 mean_offset=(0.0, 0.0, 1.5), render_fn: Optional[Callable] = None,
+                 lpips_params: Any = None):
+        if (1 << curriculum.final_stage) > net_cfg.num_candidates:
+            raise ValueError(f"config.model.gaussians_per_token=2^{curriculum.final_stage} exceeds "
+                             f"num_candidates={net_cfg.num_candidates}")
+        self.net_cfg, self.curriculum, self.loss_cfg = net_cfg, curriculum, loss
+        self.mean_offset = tuple(float(x) for x in mean_offset)
+        self.net = GlobalSplatNet(net_cfg)
+        self.sh_degree = net_cfg.sh_degree
+        self.gaussians_per_token = 1 << curriculum.final_stage
+        self.num_gaussians = net_cfg.num_latents * self.gaussians_per_token
+        self._render_fn = render_fn
+        self._lpips_params = lpips_params
+
+    # ----- interface -----
+    def init(self, rng, batch: Batch):
+        c = batch.context
+        return self.net.init(rng, jnp.asarray(c.images[:1]), jnp.asarray(c.c2w[:1]),
+                             jnp.asarray(c.intrinsics[:1]))["params"]
+
+    def stage_and_mix(self, step, train: bool = True):
+        cur = self.curriculum
+        if not cur.enabled or (not train and cur.eval_full_capacity):
+            return jnp.asarray(cur.final_stage, jnp.int32), jnp.ones((), jnp.float32)
+        return cc.stage_and_mix(step, cur.boundaries, cur.ramp_steps, cur.final_stage)
+
+    def decode(self, params, context: Views, stage, mix):
+        """Views [B, V, ...] -> (DecodedStage at full capacity, candidates)."""
+        cand = self.net.apply({"params": params}, context.images, context.c2w, context.intrinsics)
+        dec = decode_padded(cand, stage, mix, self.curriculum.final_stage,
+                            gate_tau=self.curriculum.gate_tau, mean_offset=self.mean_offset)
+        return dec, cand
+
+    def predict(self, params, context: Views, *, step, train: bool, rng=None):
+        stage, mix = self.stage_and_mix(step, train)
+        use_subsets = train and self.loss_cfg.consistency
+        if use_subsets:
+            index = interleaved_subsets(context.index, jnp.asarray(step) % 2 == 1)
+            views = jax.tree_util.tree_map(lambda a, b_: jnp.concatenate([a, b_], 0),
+                                           gather_views(context, index[:, 0]), gather_views(context, index[:, 1]))
+        else:
+            views = context
+        dec, cand = self.decode(params, views, stage, mix)
+        gaussians = to_gaussians(dec)
+        active = dec.active.reshape(dec.active.shape[0], -1)
+        aux = {
+            "stage": stage, "mix": mix,
+            "active": active,
+            "num_active_gaussians": jnp.sum(active, axis=1).astype(jnp.int32),
+            "reg_scale": gl.scale_regularizer(cand.log_scale),
+            "reg_rotation": gl.rotation_regularizer(cand.rot6),
+            "reg_sh": gl.sh_softcap_regularizer(cand.sh),
+        }
+        if use_subsets:
+            b = context.images.shape[0]
+            half = lambda x, i: x[i * b:(i + 1) * b]  # noqa: E731
+            aux["subset_index"] = index
+            aux["subset_b_gaussians"] = jax.tree_util.tree_map(lambda x: half(x, 1), gaussians)
+            aux["subset_b_active"] = half(active, 1)
+            aux["num_active_gaussians"] = half(aux["num_active_gaussians"], 0)
+            aux["active"] = half(active, 0)
+            gaussians = jax.tree_util.tree_map(lambda x: half(x, 0), gaussians)
+        return gaussians, aux
+
+    def _subset_terms(self, gaussians: Gaussians, active, context: Views, renders: RenderOutput,
+                      target: Views) -> dict:
+        h, w = context.image_shape
+        lc = self.loss_cfg
+        out = {"mse": gl.mse(renders.rgb, target.images)}
+        if lc.lpips_weight > 0:
+            out["lpips"] = self._lpips(renders.rgb, target.images)
+        out["frustum"] = gl.frustum_loss(
+            gaussians.means, denormalize_intrinsics(context.intrinsics, w, h), c2w_to_w2c(context.c2w),
+            h, w, weights=active, tau=lc.frustum_tau, max_depth=lc.frustum_max_depth)
+        out["opacity"] = gl.opacity_regularizer(gaussians.opacities, alpha_max=lc.alpha_max, weights=active)
+        return out
+
+    def _lpips(self, pred, target):
+        from locojax.metrics.lpips import lpips_with_params
+        from locojax.metrics.lpips_weights import lpips_vgg_params
+
+        params = self._lpips_params if self._lpips_params is not None else lpips_vgg_params()
+        flat = lambda x: x.reshape((-1,) + x.shape[-3:]).astype(jnp.float32)  # noqa: E731
+        return jnp.mean(lpips_with_params(params, flat(pred), flat(target),
+                                          precision=jax.lax.Precision.DEFAULT))
+
+    def loss_terms(self, params, batch: Batch, gaussians: Gaussians, aux: Mapping[str, jax.Array],
+                   renders: RenderOutput, *, step, rng=None) -> Mapping[str, LossTerm]:
+        lc = self.loss_cfg
+        if "subset_b_gaussians" in aux:
+            if self._render_fn is None:
+                raise ValueError("GlobalSplat's consistency loss needs a render function: build the "
+                                 "model with build(config) or pass render_fn=")
+            index = aux["subset_index"]
+            ctx_a, ctx_b = gather_views(batch.context, index[:, 0]), gather_views(batch.context, index[:, 1])
+            g_b = aux["subset_b_gaussians"]
+            renders_b = self._render_fn(g_b, batch.target)
+            ta = self._subset_terms(gaussians, aux["active"], ctx_a, renders, batch.target)
+            tb = self._subset_terms(g_b, aux["subset_b_active"], ctx_b, renders_b, batch.target)
+            terms = {k: 0.5 * (ta[k] + tb[k]) for k in ta}  # eq. 49
+            l_alpha, l_depth = gl.consistency_losses(renders.alpha, renders_b.alpha, renders.depth,
+                                                     renders_b.depth, support=lc.consistency_support)
+        else:
+            terms = self._subset_terms(gaussians, aux["active"], batch.context, renders, batch.target)
+            l_alpha = l_depth = None
+        out = {
+            "mse": LossTerm(lc.mse_weight, terms["mse"]),
+            "frustum": LossTerm(lc.frustum_weight, terms["frustum"]),
+            "opacity_reg": LossTerm(lc.opacity_weight, terms["opacity"]),
+            "decoder_reg": LossTerm(lc.decoder_weight,
+                                    aux["reg_scale"] + aux["reg_rotation"] + aux["reg_sh"]),
+        }
+        if "lpips" in terms:
+            out["lpips"] = LossTerm(lc.lpips_weight, terms["lpips"])
+        if l_alpha is not None:
+            out["consistency_alpha"] = LossTerm(lc.consistency_alpha_weight, l_alpha)
+            out["consistency_depth"] = LossTerm(lc.consistency_depth_weight, l_depth)
+        return out
+
+    def param_labels(self, params):
+        return jax.tree_util.tree_map(lambda _: "default", params)

@@ -1,0 +1,133 @@
+"""Public rasterizer: project -> bin into tiles -> composite, all with static shapes."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+
+from locojax.render.binning import bin_gaussians, tile_grid
+from locojax.render.composite import composite_tiles
+from locojax.render.dense import finish_output
+from locojax.render.projection import project_gaussians
+from locojax.render.validate import check_inputs
+from locojax.types import Camera, Gaussians, RenderOutput
+
+DEFAULT_TILE_SIZE = 16
+DEFAULT_CHUNK = 32
+DEFAULT_TILE_CAPACITY = 4096
+
+
+def default_max_pairs(num_gaussians: int) -> int:
+    """Pair-buffer capacity: 8 tiles per Gaussian on average (trained and feed-forward scenes at
+    256x256 use ~1-6), at least 16384."""
+    return max(16384, 8 * num_gaussians)
+
+
+def _pad_empty(g: Gaussians) -> Gaussians:
+    """N = 0 -> one invisible Gaussian, so that every array keeps a non-empty axis."""
+    if g.means.shape[-2] > 0:
+        return g
+    k = g.sh.shape[-2]
+    z = lambda *s: jnp.zeros(g.means.shape[:-2] + s, g.means.dtype)
+    return Gaussians(means=z(1, 3), quats=z(1, 4).at[..., 0].set(1.0), scales=z(1, 3) + 1.0,
+                     opacities=z(1), sh=z(1, k, 3))
+
+
+def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, height, sh_degree, near,
+                   far, eps2d, tile_size, max_pairs, tile_capacity, chunk):
+    """Render S scenes x V cameras: gaussians [S, N, ...], cameras [S, V, ...], background None or
+    [S, V, 3] -> RenderOutput [S, V, ...].
+
+    The tiles of all S x V images are composited in one call (one while loop over list chunks, one
+    table of S x V x N screen-space Gaussians), which is why this beats vmapping a one-camera render.
+    """
+    s, n = gaussians.means.shape[:2]
+    v = cameras.viewmat.shape[1]
+    num_images = s * v
+
+    def project_scene(g, cams):
+        return jax.vmap(lambda c: project_gaussians(g, c, width=width, height=height, sh_degree=sh_degree,
+                                                    near=near, far=far, eps2d=eps2d))(cams)
+
+    proj = jax.vmap(project_scene)(gaussians, cameras)  # fields [S, V, N, ...]
+    proj = jax.tree_util.tree_map(lambda x: x.reshape((num_images,) + x.shape[2:]), proj)
+    bins = jax.vmap(lambda m, r, d: bin_gaussians(m, r, d, width=width, height=height, tile_size=tile_size,
+                                                  max_pairs=max_pairs, tile_capacity=tile_capacity))(
+        proj.means2d, proj.radii, proj.depths)
+    table = jnp.concatenate([proj.means2d, proj.conics, proj.opacities[..., None], proj.colors,
+                             proj.depths[..., None]], axis=-1)  # [I, N, 10]
+    table = jnp.where(jnp.all(proj.radii > 0, -1)[..., None], table, 0.0)  # culled: opacity 0
+    table = table.reshape(num_images * n, -1)
+    table = jnp.concatenate([table, jnp.zeros((1, table.shape[1]), table.dtype)], axis=0)
+    sentinel = num_images * n
+    ids = bins.gaussian_ids + (jnp.arange(num_images, dtype=jnp.int32) * n)[:, None, None]
+    ids = jnp.where(bins.gaussian_ids >= n, sentinel, ids)
+    rows = ids.reshape(-1, tile_capacity)
+    limits = jnp.minimum(bins.counts, tile_capacity).reshape(-1)
+    rgb, zacc, t_final = composite_tiles(table, rows, limits, tile_size, width, height, chunk)
+
+    tiles_x, tiles_y = tile_grid(width, height, tile_size)
+
+    def to_image(x):  # [I*T, P, ...] -> [S, V, H, W, ...]
+        tail = x.shape[2:]
+        x = x.reshape((num_images, tiles_y, tiles_x, tile_size, tile_size) + tail)
+        x = jnp.moveaxis(x, 3, 2).reshape((s, v, tiles_y * tile_size, tiles_x * tile_size) + tail)
+        return x[:, :, :height, :width]
+
+    bg = None if background is None else background[:, :, None, None, :]
+    return finish_output(to_image(rgb), to_image(zacc), to_image(t_final), bg,
+                         bins.overflow.reshape(s, v),
+                         jnp.broadcast_to(proj.num_invalid.reshape(s, v), (s, v)))
+
+
+def _options(n, tile_size, max_pairs, tile_capacity, chunk):
+    max_pairs = default_max_pairs(n) if max_pairs is None else int(max_pairs)
+    tile_capacity = min(DEFAULT_TILE_CAPACITY if tile_capacity is None else int(tile_capacity), max_pairs)
+    chunk = min(int(chunk), tile_capacity)
+    if tile_size < 1 or max_pairs < 1 or tile_capacity < 1 or chunk < 1:
+        raise ValueError("tile_size, max_pairs, tile_capacity and chunk must be positive")
+    return dict(tile_size=int(tile_size), max_pairs=max_pairs, tile_capacity=tile_capacity, chunk=chunk)
+
+
+def rasterize(gaussians: Gaussians, camera: Camera, *, width: int, height: int, sh_degree: int,
+              background: Optional[jax.Array] = None, near: float = 0.01, far: float = 1e10,
+              eps2d: float = 0.3, tile_size: int = DEFAULT_TILE_SIZE, max_pairs: Optional[int] = None,
+              tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK) -> RenderOutput:
+    """Render one camera. See `locojax.render` for semantics and capacities."""
+    check_inputs(gaussians, camera, sh_degree=sh_degree, background=background, batch_dims=0)
+    g = _pad_empty(gaussians)
+    opts = _options(g.means.shape[0], tile_size, max_pairs, tile_capacity, chunk)
+    add2 = lambda x: x[None, None]
+    bg = None if background is None else add2(jnp.asarray(background))
+    out = _render_images(jax.tree_util.tree_map(lambda x: x[None], g), jax.tree_util.tree_map(add2, camera),
+                         bg, width=width, height=height, sh_degree=sh_degree, near=near, far=far,
+                         eps2d=eps2d, **opts)
+    return jax.tree_util.tree_map(lambda x: x[0, 0], out)
+
+
+def rasterize_batch(gaussians: Gaussians, cameras: Camera, *, width: int, height: int, sh_degree: int,
+                    background: Optional[jax.Array] = None, near: float = 0.01, far: float = 1e10,
+                    eps2d: float = 0.3, tile_size: int = DEFAULT_TILE_SIZE, max_pairs: Optional[int] = None,
+                    tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK) -> RenderOutput:
+    """Render S scenes x V cameras: gaussians [S, N, ...], cameras [S, V, ...] -> RenderOutput [S, V, ...].
+
+    `background` is [3] or [S, V, 3]. Capacities apply per image.
+    """
+    if getattr(cameras.viewmat, "ndim", 0) != 4:
+        raise ValueError(f"cameras.viewmat must have shape [S, V, 4, 4], got "
+                         f"{tuple(getattr(cameras.viewmat, 'shape', ()))}")
+    s, v = cameras.viewmat.shape[:2]
+    check_inputs(gaussians, cameras, sh_degree=sh_degree, background=None, batch_dims=1, num_views=v)
+    if gaussians.means.shape[0] != s:
+        raise ValueError(f"gaussians have S={gaussians.means.shape[0]} scenes but cameras have S={s}")
+    if background is not None:
+        background = jnp.asarray(background)
+        if background.shape not in {(3,), (s, v, 3)}:
+            raise ValueError(f"background must have shape [3] or [S={s}, V={v}, 3], got {background.shape}")
+        background = jnp.broadcast_to(background, (s, v, 3))
+    g = _pad_empty(gaussians)
+    opts = _options(g.means.shape[1], tile_size, max_pairs, tile_capacity, chunk)
+    return _render_images(g, cameras, background, width=width, height=height, sh_degree=sh_degree,
+                          near=near, far=far, eps2d=eps2d, **opts)

@@ -1,0 +1,173 @@
+"""Held-out evaluation: protocols by name -> per-scene PSNR / SSIM / LPIPS, Gaussian count and
+encoder time, sample renders, and optionally each scene's Gaussians (for .ply export).
+
+The eval iterator's last batch is padded (scene_id == -1); padded rows are dropped. Functions are
+jitted once per Evaluator, so evaluations during training never recompile.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from typing import Callable, Iterable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from locojax.train import sharding as shd
+from locojax.train.step import cast_floats, compute_context
+
+RESULT_FIELDS = ("scene", "psnr", "ssim", "lpips", "num_gaussians", "encoder_ms")
+
+
+def _metric_fns():
+    """(psnr, ssim, lpips(params, pred, target), lpips_params) from locojax.metrics."""
+    try:
+        from locojax import metrics as m
+
+        psnr, ssim = m.psnr, m.ssim
+    except (ImportError, AttributeError):
+
+        def psnr(pred, target):
+            mse = jnp.mean((pred - target) ** 2, axis=(-3, -2, -1))
+            return -10.0 * jnp.log10(jnp.maximum(mse, 1e-10))
+
+        def ssim(pred, target):
+            return jnp.full(pred.shape[:-3], jnp.nan, jnp.float32)
+
+    return psnr, ssim
+
+
+def _lpips_fn():
+    """A jitted LPIPS taking its VGG weights as an argument (not a 58 MB captured constant)."""
+    from locojax.metrics import lpips_vgg_params, lpips_with_params
+
+    def fn(params, pred, target):
+        lead = pred.shape[:-3]
+        flat = lambda x: x.reshape((-1,) + x.shape[-3:])  # noqa: E731
+        return lpips_with_params(params, flat(pred), flat(target)).reshape(lead)
+
+    return jax.jit(fn), lpips_vgg_params()
+
+
+class Evaluator:
+    """Jitted predict and render+metrics functions for one model / mesh."""
+
+    def __init__(self, model, render: Callable, config, mesh, param_shardings):
+        self.model, self.config, self.mesh = model, config, mesh
+        self._psnr, self._ssim = _metric_fns()
+        self.use_lpips = bool(config.eval.lpips)
+        if self.use_lpips:
+            self._lpips, self._lpips_params = _lpips_fn()
+        precision = config.precision
+        rep = shd.replicated(mesh)
+        bsh = shd.batch_sharding(mesh)
+
+        def predict(params, context, step):
+            context, params = compute_context(context, params, precision)
+            gaussians, aux = model.predict(params, context, step=step, train=False,
+                                           rng=jax.random.PRNGKey(0))
+            gaussians = cast_floats(gaussians, jnp.float32)
+            n_active = aux.get("num_active_gaussians") if hasattr(aux, "get") else None
+            if n_active is None:
+                n_active = jnp.full(gaussians.means.shape[:1], gaussians.means.shape[-2], jnp.int32)
+            return gaussians, n_active
+
+        def render_metrics(gaussians, target):
+            renders = render(gaussians, target)
+            rgb = jnp.clip(renders.rgb.astype(jnp.float32), 0.0, 1.0)
+            return rgb, renders.depth, self._psnr(rgb, target.images), self._ssim(rgb, target.images)
+
+        self._predict = jax.jit(predict, in_shardings=(param_shardings, bsh, rep), out_shardings=rep)
+        self._render_metrics = jax.jit(render_metrics, out_shardings=rep)
+        self._warm = False
+
+    def run(self, params, step, batches: Iterable, *, process_count: int = 1,
+            num_samples: int = 0, export_scenes: Iterable[str] | None = None):
+        """Evaluate `params` on `batches` (an eval iterator of (Batch, keys)).
+
+        Returns (per-scene result dicts, samples [(key, context, pred, target, depth)],
+        exported {key: Gaussians (numpy)}).
+        """
+        export = set(export_scenes or ())
+        results, samples, exported = [], [], {}
+        step = jnp.asarray(step, jnp.int32)
+        for local_batch, local_keys in batches:
+            keys = _gather_keys(list(local_keys), process_count)
+            batch = shd.global_batch(local_batch, self.mesh)
+            if not self._warm:  # compile outside the timed call
+                jax.block_until_ready(self._predict(params, batch.context, step))
+                self._warm = True
+            t0 = time.perf_counter()
+            gaussians, n_active = jax.block_until_ready(self._predict(params, batch.context, step))
+            encoder_ms = (time.perf_counter() - t0) * 1e3 / max(len(keys), 1)
+            rgb, depth, psnr, ssim = self._render_metrics(gaussians, batch.target)
+            target = np.asarray(_fetch(batch.target.images))
+            lp = (np.asarray(self._lpips(self._lpips_params, rgb, jnp.asarray(target))) if self.use_lpips
+                  else np.full(psnr.shape, np.nan, np.float32))
+            scene_id = np.asarray(_fetch(batch.scene_id))
+            psnr, ssim, n_active = np.asarray(psnr), np.asarray(ssim), np.asarray(n_active)
+            for i, key in enumerate(keys):
+                if i >= scene_id.shape[0] or scene_id[i] < 0:
+                    continue  # padding
+                results.append(dict(scene=key, psnr=float(psnr[i].mean()), ssim=float(ssim[i].mean()),
+                                    lpips=float(lp[i].mean()), num_gaussians=int(n_active[i]),
+                                    encoder_ms=float(encoder_ms)))
+                if len(samples) < num_samples:
+                    samples.append((key, np.asarray(_fetch(batch.context.images))[i], np.asarray(rgb)[i],
+                                    target[i], np.asarray(depth)[i]))
+                if key in export:
+                    exported[key] = jax.tree_util.tree_map(lambda x: np.asarray(x)[i], gaussians)
+        return results, samples, exported
+
+
+def _fetch(x):
+    """A global (possibly multi-process) array -> numpy on every process."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+def _gather_keys(local_keys: list[str], process_count: int) -> list[str]:
+    """Scene keys of the global batch, process 0's rows first (as make_array_from_process_local_data
+    orders them)."""
+    return [k for part in shd.allgather_json(local_keys, process_count) for k in part]
+
+
+def summarize(results: list[dict]) -> dict:
+    out = {"num_scenes": len(results)}
+    for k in ("psnr", "ssim", "lpips", "num_gaussians", "encoder_ms"):
+        vals = np.array([r[k] for r in results], np.float64)
+        out[k] = float(np.mean(vals)) if len(vals) else float("nan")
+    return out
+
+
+def write_results(results: list[dict], path_stem: str) -> tuple[str, str]:
+    """Per-scene results as `<stem>.csv` and `<stem>.json`; returns both paths."""
+    os.makedirs(os.path.dirname(path_stem) or ".", exist_ok=True)
+    csv_path, json_path = path_stem + ".csv", path_stem + ".json"
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=RESULT_FIELDS)
+        w.writeheader()
+        for r in results:
+            w.writerow({k: r[k] for k in RESULT_FIELDS})
+    with open(json_path, "w") as f:
+        json.dump({"scenes": results, "summary": summarize(results)}, f, indent=1)
+    return csv_path, json_path
+
+
+def format_table(results: list[dict], title: str = "") -> str:
+    s = summarize(results)
+    lines = [title] if title else []
+    lines.append(f"{'scene':<28s} {'PSNR':>7s} {'SSIM':>7s} {'LPIPS':>7s} {'#G':>8s} {'enc ms':>8s}")
+    for r in results:
+        lines.append(f"{r['scene'][:28]:<28s} {r['psnr']:7.2f} {r['ssim']:7.4f} {r['lpips']:7.4f} "
+                     f"{r['num_gaussians']:8d} {r['encoder_ms']:8.1f}")
+    lines.append(f"{'mean (' + str(s['num_scenes']) + ' scenes)':<28s} {s['psnr']:7.2f} {s['ssim']:7.4f} "
+                 f"{s['lpips']:7.4f} {s['num_gaussians']:8.0f} {s['encoder_ms']:8.1f}")
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""`train_and_evaluate(config, workdir)`: the whole run, resumable by rerunning it.
+
+Order of events: build model and data, restore the latest checkpoint (or initialise), evaluate on
+held-out scenes before the first step, then train; log every `log_every`, evaluate (and checkpoint,
+with the PSNR used to keep the best) every `eval_every` and after the last step, checkpoint every
+`checkpoint_every`. SIGTERM: save and return. Too many consecutive non-finite steps: stop with the
+last checkpoints intact (NonFiniteError).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any, Callable, Optional, Sequence
+
+import jax
+import numpy as np
+
+from locojax.models.registry import build_model
+from locojax.train import checkpoint as ckpt
+from locojax.train import sharding as shd
+from locojax.train.evaluate import Evaluator, format_table, summarize, write_results
+from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save_png
+from locojax.train.optimizer import make_optimizer
+from locojax.train.run_dir import check_or_save_config, write_run_json
+from locojax.train.state import abstract_params, abstract_state, count_params, create_state, make_init_fn
+from locojax.train.step import jit_train_step, make_render_fn, make_train_step
+
+
+class NonFiniteError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass
+class DataSource:
+    """The data contract's two constructors (see COMMON.md); tests may pass their own."""
+
+    make_train_iterator: Callable
+    make_eval_iterator: Callable
+
+
+def default_data_source() -> DataSource:
+    from data_pipelines import make_eval_iterator, make_train_iterator
+
+    return DataSource(make_train_iterator, make_eval_iterator)
+
+
+def eval_protocol(config, protocol: Optional[str] = None) -> str:
+    return protocol or config.eval.get("protocol") or config.data.get("eval_protocol") or "synthetic"
+
+
+def eval_config(config):
+    """The config the eval iterator sees (eval.num_scenes overrides data.eval_num_scenes)."""
+    if config.eval.get("num_scenes") is None:
+        return config
+    c = config.copy_and_resolve_references()
+    c.data.eval_num_scenes = int(config.eval.num_scenes)
+    return c
+
+
+@dataclasses.dataclass
+class Run:
+    """Everything built for a run (shared by training and the evaluate script)."""
+
+    config: Any
+    model: Any
+    mesh: Any
+    tx: Any
+    schedule: Callable
+    render: Callable
+    init_fn: Callable
+    abstract_state: Any
+    state_shardings: Any
+    example_batch: Any
+    process_index: int
+    process_count: int
+
+
+def build_run(config, example_local_batch, model=None) -> Run:
+    process_index, process_count = jax.process_index(), jax.process_count()
+    mesh = shd.make_mesh()
+    shd.check_batch_size(int(config.batch_size), mesh, process_count)
+    model = build_model(config) if model is None else model
+    render = make_render_fn(config, model.sh_degree)
+    example = shd.global_batch(jax.tree_util.tree_map(np.zeros_like, example_local_batch), mesh)
+    rng = jax.random.PRNGKey(int(config.seed))
+    params_shape = abstract_params(model, rng, example)
+    tx, schedule = make_optimizer(config, params_shape, model.param_labels(params_shape))
+    init_fn = make_init_fn(model, tx)
+    abstract = abstract_state(init_fn, rng, example)
+    shardings = shd.state_shardings(abstract, mesh, config.sharding)
+    return Run(config, model, mesh, tx, schedule, render, init_fn, abstract, shardings, example,
+               process_index, process_count)
+
+
+def peek_batch(iterator):
+    """One batch for shapes, leaving the iterator where it was."""
+    saved = iterator.get_state()
+    batch = next(iterator)
+    iterator.set_state(saved)
+    return batch
+
+
+def run_evaluation(run: Run, evaluator: Evaluator, params, step: int, data: DataSource,
+                   logger: MetricsLogger, workdir: str, protocol: str, progress=None) -> dict:
+    cfg = eval_config(run.config)
+    batches = data.make_eval_iterator(cfg, protocol=protocol, process_index=run.process_index,
+                                      process_count=run.process_count)
+    t0 = time.time()
+    results, samples, _ = evaluator.run(params, step, batches, process_count=run.process_count,
+                                        num_samples=int(run.config.eval.num_sample_images))
+    summary = summarize(results)
+    if run.process_index == 0:
+        record = dict(step=int(step), split="test", protocol=protocol, psnr=summary["psnr"],
+                      ssim=summary["ssim"], lpips=summary["lpips"], num_scenes=summary["num_scenes"],
+                      encoder_ms=summary["encoder_ms"], eval_seconds=time.time() - t0)
+        logger.write(record, prefix="eval")
+        write_results(results, os.path.join(workdir, "eval", f"{protocol}_step{int(step):07d}"))
+        for key, context, pred, target, depth in samples:
+            grid = sample_grid(context, pred, target)
+            save_png(os.path.join(workdir, "samples", f"step{int(step):07d}_{_safe(key)}.png"), grid)
+            logger.image(f"samples/{_safe(key)}", grid, int(step))
+        msg = (f"eval step {int(step)} [{protocol}, {summary['num_scenes']} scenes]: "
+               f"PSNR {summary['psnr']:.2f}  SSIM {summary['ssim']:.4f}  LPIPS {summary['lpips']:.4f}")
+        (progress.message if progress else print)(msg)
+    return summary
+
+
+def _safe(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(key))[:80]
+
+
+def _host_scalars(metrics: dict) -> dict:
+    out = {}
+    for k, v in jax.device_get(metrics).items():
+        v = np.asarray(v)
+        out[k] = int(v) if np.issubdtype(v.dtype, np.integer) else float(v)
+    return out
+
+
+def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataSource] = None,
+                       hooks: Sequence[Callable] = ()) -> dict:
+    """Train (or resume) the run in `workdir`. Returns {"state", "step", "eval", "stopped"}.
+
+    model / data default to `build_model(config)` / the data pipelines; `hooks` are called as
+    hook(step_done, state, metrics) after every step (device arrays; tests, profiling).
+    """
+    workdir = os.path.abspath(workdir)
+    data = default_data_source() if data is None else data
+    is_main = jax.process_index() == 0
+    resumed_config = check_or_save_config(config, workdir, write=is_main)
+
+    train_iter = data.make_train_iterator(config, process_index=jax.process_index(),
+                                          process_count=jax.process_count())
+    run = build_run(config, peek_batch(train_iter), model)
+    total = int(config.total_steps)
+    manager = ckpt.make_manager(workdir, int(config.keep_checkpoints))
+    latest = manager.latest_step()
+    if latest is not None:
+        state, data_states = ckpt.restore(manager, latest, run.abstract_state, run.state_shardings)
+        train_iter.set_state(data_states["processes"][run.process_index])
+        start = int(latest)
+    else:
+        state = create_state(run.init_fn, jax.random.PRNGKey(int(config.seed)), run.example_batch,
+                             run.state_shardings)
+        start = 0
+    if is_main:
+        write_run_json(workdir, config, num_params=count_params(state.params),
+                       num_gaussians=run.model.num_gaussians,
+                       extra=dict(resumed_from_step=latest, resumed_config=resumed_config))
+
+    logger = MetricsLogger(workdir, enabled=is_main)
+    progress = Progress(total, start, enabled=bool(config.progress_bar) and is_main)
+    evaluator = Evaluator(run.model, run.render, config, run.mesh, run.state_shardings.params)
+    protocol = eval_protocol(config)
+    step_fn = jit_train_step(
+        make_train_step(run.model, run.tx, run.schedule, run.render, config.precision),
+        run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))
+
+    def data_state():
+        return {"processes": shd.allgather_json(train_iter.get_state(), run.process_count)}
+
+    def save(step, metrics=None):
+        ckpt.save(manager, step, state, data_state(), metrics)
+
+    last_eval = None
+    if start == 0:
+        last_eval = run_evaluation(run, evaluator, state.params, 0, data, logger, workdir, protocol, progress)
+    max_bad = int(config.max_consecutive_nonfinite)
+    eval_every, log_every = int(config.eval_every), int(config.log_every)
+    ckpt_every = int(config.checkpoint_every)
+    stopped = None
+    t_last, steps_since = time.time(), 0
+    try:
+        with ckpt.StopSignal() as stop:
+            for step in range(start, total):
+                batch = shd.global_batch(next(train_iter), run.mesh)
+                state, metrics = step_fn(state, batch)
+                done = step + 1
+                steps_since += 1
+                progress.update(done)
+                for hook in hooks:
+                    hook(done, state, metrics)
+                bad = int(jax.device_get(metrics["consecutive_nonfinite"]))
+                if bad >= max_bad:
+                    manager.wait_until_finished()
+                    good = manager.latest_step()
+                    where = (f"step {good} ({os.path.join(workdir, ckpt.CHECKPOINT_DIR, str(good))})"
+                             if good is not None else "none (no checkpoint was saved yet)")
+                    raise NonFiniteError(
+                        f"Stopped at step {done}: {bad} consecutive steps had a non-finite loss or "
+                        f"gradient (each was skipped; limit config.max_consecutive_nonfinite={max_bad}). "
+                        f"The last good checkpoint is {where}; it was not overwritten.")
+                if done % log_every == 0 or done == total:
+                    now = time.time()
+                    record = _host_scalars(metrics)
+                    record.update(step=done, steps_per_sec=steps_since / max(now - t_last, 1e-9))
+                    t_last, steps_since = now, 0
+                    if is_main:
+                        logger.write(record)
+                        progress.log(record)
+                if done % eval_every == 0 or done == total:
+                    last_eval = run_evaluation(run, evaluator, state.params, done, data, logger,
+                                               workdir, protocol, progress)
+                    save(done, {"psnr": float(last_eval["psnr"])})
+                    t_last, steps_since = time.time(), 0  # steps/s measures training only
+                elif done % ckpt_every == 0:
+                    save(done)
+                if stop.requested:
+                    if done % ckpt_every and done % eval_every and done != total:
+                        save(done)
+                    stopped = f"SIGTERM: checkpoint saved at step {done}"
+                    progress.message(stopped)
+                    break
+    finally:
+        manager.wait_until_finished()
+        progress.close()
+        logger.close()
+    return {"state": state, "step": int(jax.device_get(state.step)), "eval": last_eval, "stopped": stopped}

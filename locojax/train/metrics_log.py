@@ -1,0 +1,115 @@
+"""Run logging: `metrics.jsonl` (one JSON object per record), TensorBoard event files beside it,
+PNG sample renders, and a tqdm progress bar for long runs. Only process 0 writes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def _jsonable(v):
+    if isinstance(v, (np.generic,)):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # JSON has no NaN/inf
+    return v
+
+
+class MetricsLogger:
+    def __init__(self, workdir: str, enabled: bool = True):
+        self.enabled = enabled
+        self.path = os.path.join(workdir, "metrics.jsonl")
+        self._tb = None
+        if enabled:
+            os.makedirs(workdir, exist_ok=True)
+            try:
+                from tensorboardX import SummaryWriter
+
+                self._tb = SummaryWriter(logdir=os.path.join(workdir, "tensorboard"), flush_secs=30)
+            except ImportError:  # TensorBoard is optional; metrics.jsonl is the record
+                self._tb = None
+
+    def write(self, record: dict, prefix: str = "train") -> None:
+        if not self.enabled:
+            return
+        record = {k: _jsonable(v) for k, v in record.items()}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        if self._tb is not None:
+            step = int(record.get("step", 0))
+            for k, v in record.items():
+                if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    self._tb.add_scalar(f"{prefix}/{k}", v, step)
+
+    def image(self, tag: str, image: np.ndarray, step: int) -> None:
+        if self.enabled and self._tb is not None:
+            self._tb.add_image(tag, image, step, dataformats="HWC")
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def read_metrics(workdir: str) -> list[dict]:
+    path = os.path.join(workdir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def sample_grid(context: np.ndarray, prediction: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """One scene's sample sheet, uint8 [H_grid, W_grid, 3]: row 1 the context views, row 2 the
+    predictions, row 3 the targets (inputs [V, H, W, 3] in [0, 1])."""
+    rows = [np.concatenate(list(x), axis=1) for x in (context, prediction, target)]
+    width = max(r.shape[1] for r in rows)
+    rows = [np.pad(r, ((0, 0), (0, width - r.shape[1]), (0, 0))) for r in rows]
+    grid = np.concatenate(rows, axis=0)
+    return (np.clip(grid, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+def save_png(path: str, image_uint8: np.ndarray) -> None:
+    from PIL import Image
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Image.fromarray(image_uint8).save(path)
+
+
+class Progress:
+    """tqdm bar (step, loss, PSNR, steps/s) when stderr is a terminal and the run is long;
+    otherwise a concise line every log record."""
+
+    def __init__(self, total: int, initial: int, enabled: bool, long_run_steps: int = 200):
+        self.bar = None
+        self._last = time.time()
+        if enabled and total - initial >= long_run_steps and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, dynamic_ncols=True, unit="step")
+
+    def update(self, step: int, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def log(self, record: dict) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix(loss=f"{record['loss']:.4f}", psnr=f"{record['psnr']:.2f}",
+                                 sps=f"{record['steps_per_sec']:.2f}", refresh=False)
+        else:
+            print(f"step {record['step']:>7d}  loss {record['loss']:.5f}  psnr {record['psnr']:6.2f}  "
+                  f"lr {record['lr']:.2e}  {record['steps_per_sec']:.2f} steps/s", flush=True)
+
+    def message(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text)
+        else:
+            print(text, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,128 @@
+"""optax AdamW with the papers' schedules, global-norm clipping, parameter groups and decay masks.
+
+Groups come from the model: `model.param_labels(params)` returns a pytree like `params` whose leaves
+are group names. `config.optimizer.group_learning_rates[name]` sets that group's peak learning rate
+(LoCoSplat: backbone 2e-6), groups in `config.optimizer.frozen_groups` are never updated and carry no
+optimizer moments (LoCoSplat's DepthAnything), all other groups use `config.optimizer.learning_rate`.
+Every group follows the same schedule shape, scaled to its own peak.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import numpy as np
+import optax
+
+Schedule = Callable[[Any], Any]
+
+
+def make_schedule(opt_config, total_steps: int, peak_lr: float) -> Schedule:
+    """step -> learning rate.
+
+    * "warmup_cosine": linear 0 -> peak over `warmup_steps`, then cosine to peak * final_lr_fraction
+      at `total_steps` (GlobalSplat; LocusGS/TokenGS).
+    * "one_cycle": PyTorch OneCycleLR's cosine form (LoCoSplat): peak/div_factor -> peak over
+      pct_start of the run, then down to peak/div_factor/final_div_factor.
+    * "constant".
+    """
+    name = opt_config.schedule
+    total_steps = max(int(total_steps), 1)
+    if name == "warmup_cosine":
+        warmup = min(int(opt_config.warmup_steps), total_steps - 1) if total_steps > 1 else 0
+        return optax.warmup_cosine_decay_schedule(
+            init_value=0.0,
+            peak_value=peak_lr,
+            warmup_steps=warmup,
+            decay_steps=total_steps,  # optax counts decay_steps including the warm-up
+            end_value=peak_lr * float(opt_config.final_lr_fraction),
+        )
+    if name == "one_cycle":
+        return optax.cosine_onecycle_schedule(
+            transition_steps=total_steps,
+            peak_value=peak_lr,
+            pct_start=float(opt_config.one_cycle_pct_start),
+            div_factor=float(opt_config.one_cycle_div_factor),
+            final_div_factor=float(opt_config.one_cycle_final_div_factor),
+        )
+    if name == "constant":
+        return optax.constant_schedule(peak_lr)
+    raise ValueError(
+        f"config.optimizer.schedule={name!r}: expected 'warmup_cosine', 'one_cycle' or 'constant'"
+    )
+
+
+def _path_str(path) -> str:
+    return "/".join(str(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k)))) for k in path)
+
+
+def weight_decay_mask(params, no_decay_substrings) -> Any:
+    """True where AdamW's decoupled weight decay applies: matrices / kernels (ndim >= 2) whose path
+    contains none of `no_decay_substrings` (biases, norm scales, embeddings, learned tokens)."""
+    subs = tuple(s.lower() for s in no_decay_substrings)
+
+    def decays(path, leaf):
+        p = _path_str(path).lower()
+        return bool(np.ndim(leaf) >= 2 and not any(s in p for s in subs))
+
+    return jax.tree_util.tree_map_with_path(decays, params)
+
+
+def group_names(labels) -> list[str]:
+    return sorted(set(jax.tree_util.tree_leaves(labels)))
+
+
+def make_optimizer(config, params, labels) -> tuple[optax.GradientTransformation, Schedule]:
+    """The optimizer for `params` (concrete or abstract) and the default group's schedule (for
+    logging `lr`).
+
+    Args:
+      config: the full run config (reads `optimizer`, `total_steps`).
+      params: the parameter pytree (shapes only are used).
+      labels: pytree like params of group-name strings, from `model.param_labels`.
+    """
+    oc = config.optimizer
+    group_lrs = dict(oc.group_learning_rates)
+    frozen = set(oc.frozen_groups)
+    names = group_names(labels)
+    unknown = set(group_lrs) - set(names)
+    if unknown:
+        raise ValueError(
+            f"config.optimizer.group_learning_rates names groups {sorted(unknown)} that the model's "
+            f"param_labels does not produce (groups: {names})"
+        )
+    no_decay = tuple(oc.no_weight_decay)
+    # A callable mask: inside multi_transform each group sees the tree with other groups' leaves
+    # replaced by empty MaskedNodes, so the mask must be computed on the tree it is given.
+    mask = lambda p: weight_decay_mask(p, no_decay)  # noqa: E731
+    default_schedule = make_schedule(oc, config.total_steps, float(oc.learning_rate))
+    transforms = {}
+    for name in names:
+        if name in frozen:
+            transforms[name] = optax.set_to_zero()
+            continue
+        schedule = make_schedule(oc, config.total_steps, float(group_lrs.get(name, oc.learning_rate)))
+        transforms[name] = optax.adamw(
+            learning_rate=schedule,
+            b1=float(oc.b1),
+            b2=float(oc.b2),
+            eps=float(oc.eps),
+            weight_decay=float(oc.weight_decay),
+            mask=mask,
+        )
+    chain = []
+    frozen_names = [n for n in names if n in frozen]
+    if frozen_names:
+        # Frozen gradients must not enter the clipping norm.
+        frozen_mask = jax.tree_util.tree_map(lambda lab: lab in frozen, labels)
+        chain.append(optax.masked(optax.set_to_zero(), frozen_mask))
+    if float(oc.grad_clip_norm) > 0:
+        # Clip on the global norm over all trainable groups, before the per-group split, as
+        # torch.nn.utils.clip_grad_norm_ does in the papers' code.
+        chain.append(optax.clip_by_global_norm(float(oc.grad_clip_norm)))
+    if len(names) == 1 and names[0] not in frozen:
+        chain.append(transforms[names[0]])
+    else:
+        chain.append(optax.multi_transform(transforms, labels))
+    return optax.chain(*chain), default_schedule
