@@ -20,6 +20,8 @@ Choices where the paper is silent, taken from TokenGS's released loss:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -29,6 +31,7 @@ LAMBDA_GAUSSIAN = 1.0  # lambda_G of eq. 29
 LAMBDA_ANCHOR = 0.1  # lambda_A of eq. 29
 
 
+@functools.partial(jax.jit, static_argnames=("near", "max_penalty"))
 def out_of_view_penalty(points, c2w, intrinsics, *, near: float = 0.01, max_penalty: float = 1.0):
     """phi of eq. 27 for every point and view.
 
@@ -57,6 +60,7 @@ def out_of_view_penalty(points, c2w, intrinsics, *, near: float = 0.01, max_pena
     return jnp.where(in_front, phi, max_penalty)
 
 
+@functools.partial(jax.jit, static_argnames=("near", "max_penalty"))
 def visibility_loss(points, c2w, intrinsics, *, near: float = 0.01, max_penalty: float = 1.0):
     """L_vis of eq. 28 (clamped as TokenGS): [..., N, 3] points, [..., V] views -> [...].
 

@@ -13,6 +13,9 @@ is numpy (`summarize_depth_branch`), since the paper pools all pixels of 50 scen
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -32,6 +35,7 @@ def centroid_dispersion(gaussian_means):
     return jnp.mean(dist, axis=(-2, -1))
 
 
+@functools.partial(jax.jit, static_argnames="eps")
 def normalized_entropy(probs, eps: float = 1e-12):
     """H(p) / log D per distribution: [..., D] -> [...] in [0, 1] (0 = one-hot, 1 = uniform)."""
     d = probs.shape[-1]
@@ -40,6 +44,7 @@ def normalized_entropy(probs, eps: float = 1e-12):
     return h / jnp.log(float(d))
 
 
+@functools.partial(jax.jit, static_argnames="mass")
 def mass_width(probs, mass: float = 0.9):
     """w90: bins in the smallest window around the argmax holding `mass` of the probability.
 
@@ -61,6 +66,7 @@ def mass_width(probs, mass: float = 0.9):
     return (jnp.minimum(a + r_min, d - 1) - jnp.maximum(a - r_min, 0) + 1).astype(jnp.int32)
 
 
+@jax.jit
 def depth_branch_stats(probs):
     """Per-pixel health statistics of a matching distribution [..., D].
 

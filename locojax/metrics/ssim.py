@@ -11,8 +11,10 @@ separable filter reproduces the cropped map without any padding.
 
 from __future__ import annotations
 
+import functools
 import math
 
+import jax
 import jax.numpy as jnp
 
 WIN_SIZE = 11
@@ -77,5 +79,10 @@ def ssim(pred, target, *, data_range: float = 1.0):
         raise ValueError(f"ssim: expected [..., H, W, C] images, got shape {pred.shape}")
     if min(pred.shape[-3:-1]) < WIN_SIZE:
         raise ValueError(f"ssim: images {pred.shape[-3:-1]} are smaller than the {WIN_SIZE}x{WIN_SIZE} window")
+    return _mean_ssim(pred, target, data_range)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _mean_ssim(pred, target, data_range):
     # Mean over (H', W', C) equals skimage's mean over channels of per-channel means (equal sizes).
     return jnp.mean(ssim_map(pred, target, data_range=data_range), axis=(-3, -2, -1))

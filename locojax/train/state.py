@@ -41,8 +41,8 @@ def make_init_fn(model, tx) -> Callable:
 
     def init(rng, batch):
         init_rng, train_rng = jax.random.split(rng)
-        params = model.init(init_rng, batch)
-        return TrainState(
+        params = strong_types(model.init(init_rng, batch))
+        state = TrainState(
             step=jnp.zeros((), jnp.int32),
             params=params,
             opt_state=tx.init(params),
@@ -50,8 +50,16 @@ def make_init_fn(model, tx) -> Callable:
             num_nonfinite=jnp.zeros((), jnp.int32),
             consecutive_nonfinite=jnp.zeros((), jnp.int32),
         )
+        return strong_types(state)
 
     return init
+
+
+def strong_types(tree):
+    """Drop weak types (e.g. from `jnp.full(shape, python_float)`): a weakly typed initial leaf
+    becomes strongly typed after the first update, which would recompile every jitted function
+    that takes the state."""
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=x.dtype), tree)
 
 
 def abstract_params(model, rng, batch):

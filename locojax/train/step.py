@@ -84,6 +84,13 @@ def batch_psnr(rgb, target):
     return jnp.mean(-10.0 * jnp.log10(jnp.maximum(mse, 1e-10)))
 
 
+def global_norm(tree):
+    tree_mod = getattr(optax, "tree", None)
+    if tree_mod is not None and hasattr(tree_mod, "norm"):
+        return tree_mod.norm(tree)
+    return optax.global_norm(tree)
+
+
 def tree_all_finite(tree) -> jax.Array:
     leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree)]
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
@@ -129,7 +136,7 @@ def make_train_step(model, tx, schedule, render, precision: str = "float32") -> 
         )
         metrics = dict(logs)
         metrics["loss"] = loss
-        metrics["grad_norm"] = optax.global_norm(safe_grads)
+        metrics["grad_norm"] = global_norm(safe_grads)
         metrics["lr"] = jnp.asarray(schedule(state.step), jnp.float32)
         metrics["skipped"] = skipped
         metrics["consecutive_nonfinite"] = new_state.consecutive_nonfinite
