@@ -8,6 +8,7 @@ steps, max 16.38 m). Rendering runs in up to `num_workers` spawned processes (nu
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import multiprocessing
 
@@ -15,11 +16,8 @@ import numpy as np
 import tensorflow_datasets as tfds
 import tqdm
 
-from data_pipelines import encoding
-from data_pipelines.builders.features import make_record, scene_features
-
-DEPTH_UNITS_PER_METRE = 4000.0
-JPEG_QUALITY = 95
+from data_pipelines.builders.features import scene_features
+from data_pipelines.synthetic.encode import encode_scene
 
 
 @dataclasses.dataclass(eq=False)
@@ -37,19 +35,6 @@ def synthetic_config(num_train=256, num_test=32, height=256, width=256, num_fram
     name = f"n{num_train}-{num_test}_{height}x{width}_f{num_frames}_s{seed}"
     return SyntheticConfig(name=name, description="procedural rooms", num_train=num_train, num_test=num_test,
                            height=height, width=width, num_frames=num_frames, seed=seed)
-
-
-def encode_scene(args) -> tuple[str, dict]:
-    """Worker: render and encode one scene (top-level so that spawned processes can import it)."""
-    from data_pipelines.synthetic.generate import generate_scene
-
-    seed, split, index, height, width, num_frames, store_depth = args
-    s = generate_scene(seed, split, index, (height, width), num_frames)
-    images = [encoding.encode_jpeg(im, JPEG_QUALITY) for im in s["images"]]
-    depth = [encoding.encode_depth_png(d, DEPTH_UNITS_PER_METRE) for d in s["depth"]] if store_depth else []
-    record = make_record(s["key"], images, s["intrinsics"], s["c2w"], s["timestamps"], url="",
-                         depth=depth, depth_units_per_metre=DEPTH_UNITS_PER_METRE if store_depth else 0.0)
-    return s["key"], record
 
 
 class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
@@ -83,9 +68,11 @@ class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
         keys = []
         bar = tqdm.tqdm(total=count, desc=f"synthetic {cfg.name} {split}", unit="scene")
         if self._num_workers > 1 and count > 1:
-            # spawn, not fork: the parent has TensorFlow's threads running.
-            with multiprocessing.get_context("spawn").Pool(self._num_workers) as pool:
-                for key, record in pool.imap(encode_scene, jobs):
+            # spawn, not fork: the parent has TensorFlow's threads running. An executor (unlike
+            # multiprocessing.Pool) raises BrokenProcessPool if a worker dies instead of hanging.
+            ctx = multiprocessing.get_context("spawn")
+            with concurrent.futures.ProcessPoolExecutor(self._num_workers, mp_context=ctx) as pool:
+                for key, record in pool.map(encode_scene, jobs):
                     keys.append(key)
                     bar.update(1)
                     yield key, record

@@ -78,8 +78,14 @@ def _disk_sizes(g) -> dict:
     return {"npz_bytes": int(npz), "ply_bytes_estimate": int(ply)}
 
 
-def main(argv=None) -> dict:
-    args = _parse(sys.argv[1:] if argv is None else argv)
+def main(argv=None) -> int:
+    """CLI entry point (`experiments.benchmark` passes the remaining argv); prints the JSON report."""
+    run(_parse(sys.argv[1:] if argv is None else argv))
+    return 0
+
+
+def run(args) -> dict:
+    """The benchmark for parsed `args`; returns the report dict."""
     import configs
     from locojax.models.globalsplat import build
     from locojax.geometry.cameras import cameras_from_views

@@ -77,3 +77,5 @@ def _check_images(name, pred, target):
         raise ValueError(f"{name}: pred {pred.shape} and target {target.shape} differ in shape")
     if pred.ndim < 3 or pred.shape[-1] != 3:
         raise ValueError(f"{name}: expected [..., H, W, 3] images, got shape {pred.shape}")
+    if min(pred.shape[-3:-1]) < 16:  # four 2x2 pools must leave at least one pixel for relu5_3
+        raise ValueError(f"{name}: images {pred.shape[-3:-1]} are smaller than VGG16's minimum 16x16")

@@ -4,7 +4,7 @@ Public API
 ----------
     out = rasterize(gaussians, camera, *, width, height, sh_degree, background=None,
                     near=0.01, far=1e10, eps2d=0.3,
-                    tile_size=16, max_pairs=None, tile_capacity=None, chunk=32)   # one camera
+                    tile_size=16, max_pairs=None, tile_capacity=None, chunk=16)   # one camera
     out = rasterize_batch(gaussians[S], cameras[S, V], ...)                      # RenderOutput[S, V]
     out.rgb [H, W, 3], out.depth [H, W, 1] ("ED": sum w z / alpha), out.alpha [H, W, 1],
     out.overflow [] int32 (Gaussian-tile pairs dropped), out.num_invalid [] int32.

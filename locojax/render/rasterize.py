@@ -15,7 +15,7 @@ from locojax.render.validate import check_inputs
 from locojax.types import Camera, Gaussians, RenderOutput
 
 DEFAULT_TILE_SIZE = 16
-DEFAULT_CHUNK = 32
+DEFAULT_CHUNK = 16
 DEFAULT_TILE_CAPACITY = 4096
 
 

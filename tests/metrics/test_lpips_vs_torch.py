@@ -125,3 +125,5 @@ def test_identity_zero_leading_axes_and_vmap():
     np.testing.assert_allclose(np.asarray(mapped), np.asarray(batched), atol=1e-6)
     with pytest.raises(ValueError, match="differ in shape"):
         metrics.lpips(a, b[..., :8, :])
+    with pytest.raises(ValueError, match="minimum 16x16"):
+        metrics.lpips(a[..., :8, :], b[..., :8, :])

@@ -31,6 +31,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from locojax.losses import globalsplat as gl
 from locojax.models.globalsplat import curriculum as cc
 from locojax.models.globalsplat.layers import dense
 
@@ -94,17 +95,12 @@ class CandidateHeads(nn.Module):
         )
 
 
-def sh_softcap(sh, cap: float = 5.0, tau: float = 1.0, p: float = 2.0):
-    """Eq. 48: E[(softplus((|c| - cap) / tau) tau)^p]."""
-    return jnp.mean((jax.nn.softplus((jnp.abs(sh) - cap) / tau) * tau) ** p)
-
-
 def decoder_regularizer_terms(cand: Candidates) -> dict:
     """Eqs. 46-48 on all candidates: scale (log s_max = log 0.05), rotation residual, SH soft-cap."""
     return dict(
-        scale=jnp.mean(jax.nn.relu(cand.log_scale - math.log(SCALE_MAX)) ** 2),
-        rotation=jnp.mean(cand.rot6 ** 2),
-        sh=sh_softcap(cand.sh),
+        scale=gl.scale_regularizer(cand.log_scale, math.log(SCALE_MAX)),
+        rotation=gl.rotation_regularizer(cand.rot6),
+        sh=gl.sh_softcap_regularizer(cand.sh),
     )
 
 

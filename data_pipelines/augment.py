@@ -1,0 +1,59 @@
+"""GlobalSplat's training augmentation: colour jitter and a small crop, each drawn once per sample
+and applied identically to every view (multi-view consistent; GlobalSplat appendix, "Training
+configuration"). Strengths are not given in the paper; ours: brightness/contrast/saturation 0.2,
+hue 0.02 (torchvision ColorJitter semantics), crop keeps 90-100% of each side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+_YIQ = np.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]], np.float32)
+_YIQ_INV = np.linalg.inv(_YIQ).astype(np.float32)
+_GRAY = np.array([0.299, 0.587, 0.114], np.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class AugmentParams:
+    brightness: float = 1.0
+    contrast: float = 1.0
+    saturation: float = 1.0
+    hue: float = 0.0          # fraction of a full turn
+    crop_scale: float = 1.0   # kept fraction of width and height
+    crop_offset: tuple = (0.5, 0.5)
+
+
+def sample_params(rng: np.random.Generator, strength: float = 0.2, hue: float = 0.02, min_crop: float = 0.9) -> AugmentParams:
+    return AugmentParams(
+        brightness=float(rng.uniform(1 - strength, 1 + strength)),
+        contrast=float(rng.uniform(1 - strength, 1 + strength)),
+        saturation=float(rng.uniform(1 - strength, 1 + strength)),
+        hue=float(rng.uniform(-hue, hue)),
+        crop_scale=float(rng.uniform(min_crop, 1.0)),
+        crop_offset=(float(rng.random()), float(rng.random())),
+    )
+
+
+def crop_window(height: int, width: int, params: AugmentParams) -> tuple[int, int, int, int]:
+    """(x0, y0, w, h) of the shared crop in an image of the given size."""
+    w = max(1, round(width * params.crop_scale))
+    h = max(1, round(height * params.crop_scale))
+    x0 = round(params.crop_offset[0] * (width - w))
+    y0 = round(params.crop_offset[1] * (height - h))
+    return x0, y0, w, h
+
+
+def colour_jitter(images: np.ndarray, params: AugmentParams) -> np.ndarray:
+    """float32 [..., H, W, 3] in [0, 1] -> jittered, same parameters for every image."""
+    x = images * params.brightness
+    gray_mean = (x @ _GRAY).mean(axis=(-1, -2), keepdims=True)[..., None]
+    x = np.clip((x - gray_mean) * params.contrast + gray_mean, 0, 1)
+    gray = (x @ _GRAY)[..., None]
+    x = np.clip(gray + (x - gray) * params.saturation, 0, 1)
+    if params.hue:
+        a = 2 * np.pi * params.hue
+        rot = np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]], np.float32)
+        x = x @ (_YIQ_INV @ rot @ _YIQ).T
+    return np.clip(x, 0.0, 1.0).astype(np.float32)

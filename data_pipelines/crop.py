@@ -1,0 +1,39 @@
+"""pixelSplat's crop shim (dcharatan/pixelsplat src/dataset/shims/crop_shim.py), re-implemented in
+numpy/PIL: resize with LANCZOS so the image *covers* the target size (scale = max(h_out / h_in,
+w_out / w_in), rounded sizes), centre-crop, update the normalized intrinsics.
+
+Intrinsics: fx *= w_scaled / w_out, fy *= h_scaled / h_out as upstream; the principal point is
+updated exactly, cx' = (cx * w_scaled - col) / w_out (upstream leaves cx, cy unchanged, which is the
+same value when cx = 0.5 and the crop margin is even, and off by half a pixel otherwise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+
+def crop_region(image: np.ndarray, K_norm: np.ndarray, x0: int, y0: int, w: int, h: int):
+    """Crop uint8 [H, W, 3] to [y0:y0+h, x0:x0+w] and update normalized intrinsics [3, 3]."""
+    H, W = image.shape[:2]
+    K = np.array(K_norm, np.float64)
+    K[0, 0] *= W / w
+    K[1, 1] *= H / h
+    K[0, 2] = (K[0, 2] * W - x0) / w
+    K[1, 2] = (K[1, 2] * H - y0) / h
+    return image[y0:y0 + h, x0:x0 + w], K.astype(np.float32)
+
+
+def rescale_and_crop(image: np.ndarray, K_norm: np.ndarray, shape: tuple[int, int]):
+    """uint8 [H, W, 3], normalized K [3, 3] -> uint8 [h_out, w_out, 3], updated K (float32)."""
+    h_in, w_in = image.shape[:2]
+    h_out, w_out = shape
+    if (h_in, w_in) == (h_out, w_out):
+        return image, np.asarray(K_norm, np.float32)
+    scale = max(h_out / h_in, w_out / w_in)
+    h_s, w_s = round(h_in * scale), round(w_in * scale)
+    if (h_s, w_s) != (h_in, w_in):
+        image = np.asarray(Image.fromarray(image).resize((w_s, h_s), Image.LANCZOS))
+    # Resizing keeps normalized intrinsics unchanged; only the crop changes them.
+    row, col = (h_s - h_out) // 2, (w_s - w_out) // 2
+    return crop_region(image, K_norm, col, row, w_out, h_out)

@@ -1,0 +1,94 @@
+"""Dataset registry: which TFDS builder holds each dataset, where it lives, its near/far planes.
+
+near/far (metres, or the dataset's units): synthetic 0.5 / 15 (data_pipelines/synthetic/generate.py);
+re10k and acid 1 / 100 (pixelSplat's dataset config; VolSplat trains RE10K with 0.5 / 100 -- set
+config.data.near to match it); dl3dv 1 / 100 (DepthSplat's RE10K-style config); scannet 0.5 / 15
+(FreeSplat's evaluation). `config.data.near` / `.far` override them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from data_pipelines.config import DATASETS, data_value
+
+NEAR_FAR = {
+    "synthetic": (0.5, 15.0),
+    "re10k": (1.0, 100.0),
+    "acid": (1.0, 100.0),
+    "dl3dv": (1.0, 100.0),
+    "scannet": (0.5, 15.0),
+}
+# Resize applied before the crop shim (FreeSplat resizes ScanNet frames to 640x480 first).
+PRE_RESIZE = {"scannet": (480, 640)}
+FILE_FORMAT = "array_record"  # random access: tfds data sources, resumable iterators
+
+
+def resolve_data_dir(data_dir=None, config=None) -> str:
+    """Explicit argument > config.data.data_dir > $LOCOJAX_DATA_DIR > ~/.cache/locojax/datasets."""
+    if data_dir is None and config is not None:
+        data_dir = data_value(config, "data_dir")
+    if data_dir is None:
+        data_dir = os.environ.get("LOCOJAX_DATA_DIR") or os.path.join(Path.home(), ".cache", "locojax", "datasets")
+    return str(data_dir)
+
+
+def check_dataset(name: str) -> str:
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; expected one of {DATASETS}")
+    return name
+
+
+def near_far(name: str, config=None) -> tuple[float, float]:
+    near, far = NEAR_FAR[check_dataset(name)]
+    if config is not None:
+        near = float(data_value(config, "near") or near)
+        far = float(data_value(config, "far") or far)
+    return near, far
+
+
+def synthetic_config_from(config=None):
+    """The synthetic builder config matching `config.data.synthetic_*` (defaults if config is None)."""
+    from data_pipelines.builders.synthetic import synthetic_config
+
+    get = (lambda k: data_value(config, k)) if config is not None else (lambda k: data_value({}, k))
+    size = int(get("synthetic_image_size"))
+    return synthetic_config(int(get("synthetic_num_train_scenes")), int(get("synthetic_num_test_scenes")),
+                            size, size, int(get("synthetic_num_frames")), int(get("synthetic_seed")))
+
+
+def make_builder(name: str, data_dir: str, config=None, synthetic=None):
+    """The TFDS builder instance for dataset `name` under `data_dir` (nothing is built here)."""
+    check_dataset(name)
+    if name == "synthetic":
+        from data_pipelines.builders import synthetic as syn
+
+        workers = int(data_value(config, "build_workers")) if config is not None else 2
+        return syn.make_builder(synthetic or synthetic_config_from(config), data_dir, num_workers=workers)
+    if name in ("re10k", "acid", "dl3dv"):
+        from data_pipelines.builders import chunks
+
+        return chunks.BUILDERS[name](data_dir=data_dir)
+    from data_pipelines.builders import scannet
+
+    return scannet.LocojaxScannet(data_dir=data_dir)
+
+
+def is_prepared(builder) -> bool:
+    return (Path(str(builder.data_dir)) / "dataset_info.json").exists()
+
+
+def ensure_built(name: str, builder, manual_dir=None):
+    """Build if needed. Synthetic builds itself; the others need their source files (manual_dir)."""
+    if is_prepared(builder):
+        return builder
+    import tensorflow_datasets as tfds
+
+    if name != "synthetic" and manual_dir is None:
+        raise FileNotFoundError(
+            f"dataset {name!r} is not built under {builder.data_dir}; build it with "
+            f"`python -m data_pipelines.build {name} --manual_dir=SRC --data_dir=...`")
+    dl_config = tfds.download.DownloadConfig(manual_dir=manual_dir) if manual_dir else None
+    builder.download_and_prepare(file_format=FILE_FORMAT, download_config=dl_config)
+    return builder

@@ -1,0 +1,75 @@
+"""Random access to the scene records of one built split (`tfds` array_record data source).
+
+`SceneSource` decodes lazily: `frames(i, idx)` decodes only the requested frames of scene i.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from data_pipelines import encoding
+from data_pipelines.scene import Scene
+
+
+def _text(x) -> str:
+    return x.decode("utf-8") if isinstance(x, bytes) else str(x)
+
+
+class SceneSource:
+    """Scenes of one split: len(), keys, record(i), frames(i, frame_indices), scene(i)."""
+
+    def __init__(self, builder, split: str):
+        if split not in builder.info.splits:
+            raise ValueError(f"{builder.name}/{builder.builder_config.name if builder.builder_config else ''}: "
+                             f"no split {split!r} (have {list(builder.info.splits)})")
+        self.builder = builder
+        self.split = split
+        self._source = builder.as_data_source(split)
+        meta = builder.info.metadata or {}
+        keys = meta.get(f"keys_{split}") if hasattr(meta, "get") else None
+        if keys is None or len(keys) != len(self._source):
+            keys = [_text(self._source[i]["key"]) for i in range(len(self._source))]  # slow path: read all
+        self.keys = list(keys)
+        self.index_of = {k: i for i, k in enumerate(self.keys)}
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    def record(self, i: int) -> dict:
+        return self._source[int(i)]
+
+    def num_frames(self, i: int) -> int:
+        return len(self.record(i)["images"])
+
+    @staticmethod
+    def decode_frames(record: dict, frame_indices) -> np.ndarray:
+        """uint8 [K, H, W, 3] of the requested frames (decoded once each, in the given order)."""
+        images = record["images"]
+        decoded = {}
+        for f in frame_indices:
+            f = int(f)
+            if f not in decoded:
+                decoded[f] = encoding.decode_image(images[f])
+        return np.stack([decoded[int(f)] for f in frame_indices])
+
+    @staticmethod
+    def decode_depth(record: dict, frame_indices):
+        depth = record["depth"]
+        if len(depth) == 0:
+            return None
+        units = float(record["depth_units_per_metre"])
+        return np.stack([encoding.decode_depth_png(depth[int(f)], units) for f in frame_indices])
+
+    def scene(self, i: int, with_depth: bool = True) -> Scene:
+        rec = self.record(i)
+        n = len(rec["images"])
+        idx = np.arange(n)
+        return Scene(
+            key=_text(rec["key"]),
+            images=self.decode_frames(rec, idx),
+            intrinsics=np.asarray(rec["intrinsics"], np.float32),
+            c2w=np.asarray(rec["c2w"], np.float32),
+            timestamps=np.asarray(rec["timestamps"], np.int64),
+            depth=self.decode_depth(rec, idx) if with_depth else None,
+            url=_text(rec["url"]),
+        )

@@ -1,0 +1,65 @@
+"""Ahead-of-time compilation of the train step from shapes alone (no data, no parameters
+allocated): proves a full-size config fits a device, and reports XLA's memory analysis."""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+
+from locojax.train import sharding as shd
+from locojax.train.checkpoint import abstract_with_shardings
+from locojax.train.step import jit_train_step, make_train_step
+from locojax.types import Batch, Views
+
+
+def placeholder_views(batch_size: int, num_views: int, image_shape) -> Views:
+    """Zero images with valid cameras (identity poses, unit normalized focal length) [B, V, ...]."""
+    h, w = image_shape
+    k = np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]], np.float32)
+    shape = (batch_size, num_views)
+    return Views(
+        images=np.zeros(shape + (h, w, 3), np.float32),
+        intrinsics=np.broadcast_to(k, shape + (3, 3)).copy(),
+        c2w=np.broadcast_to(np.eye(4, dtype=np.float32), shape + (4, 4)).copy(),
+        near=np.full(shape, 0.1, np.float32),
+        far=np.full(shape, 100.0, np.float32),
+        index=np.broadcast_to(np.arange(num_views, dtype=np.int32), shape).copy(),
+    )
+
+
+def placeholder_batch(config, local_batch_size: int | None = None) -> Batch:
+    """A process-local Batch with the shapes `config.data` implies (for shapes only)."""
+    b = int(config.batch_size) // jax.process_count() if local_batch_size is None else local_batch_size
+    d = config.data
+    return Batch(context=placeholder_views(b, int(d.num_context_views), tuple(d.image_shape)),
+                 target=placeholder_views(b, int(d.num_target_views), tuple(d.image_shape)),
+                 scene_id=np.arange(b, dtype=np.int32))
+
+
+def compile_train_step(config, model=None):
+    """(compiled executable, info) for one train step of `config` at its global batch size.
+
+    info: num_params, compile_seconds and XLA's memory analysis in bytes (argument, output, temp,
+    generated code, alias) where the backend provides it.
+    """
+    from locojax.train.loop import build_run
+
+    run = build_run(config, placeholder_batch(config), model)
+    state_spec = abstract_with_shardings(run.abstract_state, run.state_shardings)
+    bsh = shd.batch_sharding(run.mesh)
+    batch_spec = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=bsh),
+                                        run.example_batch)
+    step = jit_train_step(make_train_step(run.model, run.tx, run.schedule, run.render, config.precision),
+                          run.state_shardings, bsh, shd.replicated(run.mesh))
+    t0 = time.perf_counter()
+    compiled = step.lower(state_spec, batch_spec).compile()
+    info = dict(num_params=int(sum(np.prod(x.shape) for x in jax.tree_util.tree_leaves(run.abstract_state.params))),
+                compile_seconds=time.perf_counter() - t0)
+    mem = compiled.memory_analysis()
+    for field in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+                  "generated_code_size_in_bytes", "alias_size_in_bytes"):
+        if mem is not None and hasattr(mem, field):
+            info[field] = int(getattr(mem, field))
+    return compiled, info
