@@ -66,6 +66,7 @@ def model_config(config) -> ml_collections.ConfigDict:
         stage_ramp_steps=2_000,
         gate_tau=1.0,
         eval_full_capacity=True,   # evaluation (train=False) decodes the final stage
+        attention_impl="xla",      # "cudnn": fused flash attention on NVIDIA GPUs (bf16)
         dtype=config.get_ref("precision"),
         remat=config.get_ref("remat"),
     ))

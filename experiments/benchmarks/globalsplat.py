@@ -2,7 +2,8 @@
 3.8 MB at 24 input views).
 
     python -m experiments.benchmark globalsplat --config=globalsplat_16k [--views=24] [--targets=12]
-        [--resolution=256] [--repeats=3] [--dtype=float32|bfloat16] [--remat] [--out=FILE.json]
+        [--resolution=256] [--repeats=3] [--dtype=float32|bfloat16] [--remat] [--attention=xla|cudnn]
+        [--out=FILE.json]
 
 Reports: encoder time (images -> Gaussians, jitted, first call excluded), render time of the target
 views (locojax.render.rasterize_batch), peak memory (device `memory_stats()` where available, else
@@ -34,6 +35,8 @@ def _parse(argv):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dtype", default=None, choices=[None, "float32", "bfloat16"])
     ap.add_argument("--remat", action="store_true")
+    ap.add_argument("--attention", default=None, choices=[None, "xla", "cudnn"],
+                    help="config.model.attention_impl (cudnn: GPU flash attention, use with bfloat16)")
     ap.add_argument("--matmul", type=int, default=2048, help="size of the reference square matmul")
     ap.add_argument("--out", default=None)
     return ap.parse_args(argv)
@@ -98,6 +101,8 @@ def run(args) -> dict:
         config.model.dtype = args.dtype
     if args.remat:
         config.model.remat = True
+    if args.attention:
+        config.model.attention_impl = args.attention
     model = build(config, render_fn=lambda *a: None)
     n_params = None
 

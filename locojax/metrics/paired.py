@@ -140,7 +140,7 @@ def compare(results_a: dict, results_b: dict, metrics=DEFAULT_METRICS, allow_mis
 
 def format_table(stats, name_a: str = "A", name_b: str = "B") -> str:
     header = (
-        f"{'metric':<12}{'scenes':>7}{'mean ' + name_a:>14}{'mean ' + name_b:>14}{'B-A':>10}{'std':>9}"
+        f"{'metric':<12}{'scenes':>7}{'mean A':>14}{'mean B':>14}{'B-A':>10}{'std':>9}"
         f"{'95% CI':>22}{'A better':>10}{'B better':>10}{'tie':>7}"
     )
     lines = [f"A = {name_a}", f"B = {name_b}", header]

@@ -34,13 +34,34 @@ _TAPS = _gaussian_taps()
 assert len(_TAPS) == WIN_SIZE
 
 
-def _valid_filter(x, axis: int):
-    """Correlate with the Gaussian along `axis` ('valid': the output is 10 samples shorter)."""
+def _correlate_valid(x, axis: int):
+    """Correlate with the Gaussian taps along `axis` ('valid': the output is 10 samples shorter)."""
     n = x.shape[axis] - len(_TAPS) + 1
     out = 0.0
     for k, w in enumerate(_TAPS):  # 11 shifted multiply-adds: XLA fuses them into one loop
         out = out + w * _slice(x, axis, k, n)
     return out
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _valid_filter(x, axis: int):
+    return _correlate_valid(x, axis)
+
+
+def _valid_filter_fwd(x, axis):
+    return _correlate_valid(x, axis), None
+
+
+def _valid_filter_bwd(axis, _, cotangent):
+    # The adjoint of a 'valid' correlation is a 'full' correlation with the reversed taps; the Gaussian
+    # is symmetric, so zero-pad the cotangent by 10 on each side and correlate 'valid' again. This
+    # is 11 fused multiply-adds, where autodiff of the slices would build 11 padded full-size arrays.
+    pad = [(0, 0)] * cotangent.ndim
+    pad[axis] = (len(_TAPS) - 1, len(_TAPS) - 1)
+    return (_correlate_valid(jnp.pad(cotangent, pad), axis),)
+
+
+_valid_filter.defvjp(_valid_filter_fwd, _valid_filter_bwd)
 
 
 def _slice(x, axis, start, size):
@@ -49,14 +70,15 @@ def _slice(x, axis, start, size):
     return x[tuple(idx)]
 
 
-def ssim_map(pred, target, *, data_range: float = 1.0):
-    """Per-pixel SSIM over the cropped region: [..., H, W, C] -> [..., H - 10, W - 10, C]."""
-    x = pred.astype(jnp.float32)
-    y = target.astype(jnp.float32)
+def _ssim_map_planar(x, y, data_range):
+    """SSIM map of planar images [..., C, H, W] -> [..., C, H - 10, W - 10].
+
+    Planar (W minor) layout: the 11-tap filters then run along contiguous memory, ~2x faster on CPU
+    than filtering [..., H, W, 3] with its 3-wide minor axis.
+    """
     # Filter the five moment images in one pass: stack on a new leading axis.
     moments = jnp.stack([x, y, x * x, y * y, x * y])
-    h_axis, w_axis = moments.ndim - 3, moments.ndim - 2
-    mu_x, mu_y, e_xx, e_yy, e_xy = _valid_filter(_valid_filter(moments, h_axis), w_axis)
+    mu_x, mu_y, e_xx, e_yy, e_xy = _valid_filter(_valid_filter(moments, moments.ndim - 2), moments.ndim - 1)
     cov_norm = WIN_SIZE**2 / (WIN_SIZE**2 - 1.0)  # use_sample_covariance=True
     var_x = cov_norm * (e_xx - mu_x * mu_x)
     var_y = cov_norm * (e_yy - mu_y * mu_y)
@@ -66,6 +88,15 @@ def ssim_map(pred, target, *, data_range: float = 1.0):
     num = (2.0 * mu_x * mu_y + c1) * (2.0 * cov_xy + c2)
     den = (mu_x * mu_x + mu_y * mu_y + c1) * (var_x + var_y + c2)
     return num / den
+
+
+def _planar(img):
+    return jnp.moveaxis(jnp.asarray(img).astype(jnp.float32), -1, -3)
+
+
+def ssim_map(pred, target, *, data_range: float = 1.0):
+    """Per-pixel SSIM over the cropped region: [..., H, W, C] -> [..., H - 10, W - 10, C]."""
+    return jnp.moveaxis(_ssim_map_planar(_planar(pred), _planar(target), data_range), -3, -1)
 
 
 def ssim(pred, target, *, data_range: float = 1.0):
@@ -84,5 +115,5 @@ def ssim(pred, target, *, data_range: float = 1.0):
 
 @functools.partial(jax.jit, static_argnums=2)
 def _mean_ssim(pred, target, data_range):
-    # Mean over (H', W', C) equals skimage's mean over channels of per-channel means (equal sizes).
-    return jnp.mean(ssim_map(pred, target, data_range=data_range), axis=(-3, -2, -1))
+    # Mean over (C, H', W') equals skimage's mean over channels of per-channel means (equal sizes).
+    return jnp.mean(_ssim_map_planar(_planar(pred), _planar(target), data_range), axis=(-3, -2, -1))

@@ -6,6 +6,10 @@
    into a pair buffer of static capacity `max_pairs`, in depth order: pair p belongs to the Gaussian
    whose running tile count first exceeds p (a searchsorted). If the buffer is too small, the pairs
    of the farthest Gaussians are the ones dropped, so every tile keeps a nearest-first prefix.
+   A pair whose tile the Gaussian cannot reach is dropped before sorting: the minimum of
+   sigma = 0.5 d^T Conic d over the tile's pixel centres exceeds log(255 opacity), i.e. alpha < 1/255
+   at every pixel of the tile, so gsplat's compositor would skip it there anyway (an exact test with
+   a small margin, not an approximation; it removes the empty corners of gsplat's bounding boxes).
 2. A stable sort on the tile id then gives gsplat's (tile, depth) order; per-tile offsets come from a
    searchsorted.
 3. Each tile reads a fixed window of its first `tile_capacity` Gaussians (nearest first); the rest
@@ -34,12 +38,30 @@ def tile_grid(width: int, height: int, tile_size: int) -> tuple[int, int]:
     return -(-width // tile_size), -(-height // tile_size)
 
 
-def bin_gaussians(means2d, radii, depths, *, width: int, height: int, tile_size: int, max_pairs: int,
-                  tile_capacity: int) -> TileBins:
+def _min_sigma_over_rect(mx, my, a, b, c, x0, x1, y0, y1):
+    """min over [x0, x1] x [y0, y1] of 0.5 (a dx^2 + 2 b dx dy + c dy^2), d = p - mean (elementwise).
+
+    A convex quadratic: 0 if the mean is inside, else the minimum over the four edges, each a 1D
+    quadratic minimised at a clamped stationary point.
+    """
+    def edge(fixed, lo, hi, p, q, r):  # d_fixed given; minimise 0.5 (p df^2 + 2 q df dv + r dv^2)
+        dv = jnp.clip(-q * fixed / r, lo, hi)
+        return 0.5 * (p * fixed * fixed + 2.0 * q * fixed * dv + r * dv * dv)
+
+    dx0, dx1, dy0, dy1 = x0 - mx, x1 - mx, y0 - my, y1 - my
+    m = jnp.minimum(jnp.minimum(edge(dx0, dy0, dy1, a, b, c), edge(dx1, dy0, dy1, a, b, c)),
+                    jnp.minimum(edge(dy0, dx0, dx1, c, b, a), edge(dy1, dx0, dx1, c, b, a)))
+    inside = (dx0 <= 0) & (dx1 >= 0) & (dy0 <= 0) & (dy1 >= 0)
+    return jnp.where(inside, 0.0, m)
+
+
+def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width: int, height: int,
+                  tile_size: int, max_pairs: int, tile_capacity: int) -> TileBins:
     """Tile lists of one image.
 
     Args:
-      means2d [N, 2], radii [N, 2] int32 (0 = culled), depths [N].
+      means2d [N, 2], radii [N, 2] int32 (0 = culled), depths [N]; optionally conics [N, 3] and
+      opacities [N] for the exact Gaussian-tile test (without them: gsplat's bounding boxes only).
     Returns:
       TileBins with T = tiles_x * tiles_y rows of C = tile_capacity ids, nearest first.
     """
@@ -70,6 +92,17 @@ def bin_gaussians(means2d, radii, depths, *, width: int, height: int, tile_size:
     tx = tmin[owner_c, 0] + local % width_t
     ty = tmin[owner_c, 1] + local // width_t
     pair_valid = p < total
+    if conics is not None:
+        src = order[owner_c]
+        cn = jax.lax.stop_gradient(conics)[src]
+        op = jax.lax.stop_gradient(opacities)[src]
+        x0 = (tx * tile_size).astype(means2d.dtype) + 0.5
+        y0 = (ty * tile_size).astype(means2d.dtype) + 0.5
+        ms = _min_sigma_over_rect(m[owner_c, 0], m[owner_c, 1], cn[:, 0], cn[:, 1], cn[:, 2],
+                                  x0, x0 + (tile_size - 1), y0, y0 + (tile_size - 1))
+        # alpha >= 1/255 needs sigma <= log(255 opacity); margin 1e-3 against rounding.
+        reach = ms <= jnp.log(jnp.maximum(op, 1e-30) * 255.0) + 1e-3
+        pair_valid = pair_valid & reach
     tile_of_pair = jnp.where(pair_valid, ty * tiles_x + tx, num_tiles)
     gauss_of_pair = jnp.where(pair_valid, order[owner_c] if n > 0 else 0, n)
 

@@ -53,9 +53,9 @@ def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, 
 
     proj = jax.vmap(project_scene)(gaussians, cameras)  # fields [S, V, N, ...]
     proj = jax.tree_util.tree_map(lambda x: x.reshape((num_images,) + x.shape[2:]), proj)
-    bins = jax.vmap(lambda m, r, d: bin_gaussians(m, r, d, width=width, height=height, tile_size=tile_size,
-                                                  max_pairs=max_pairs, tile_capacity=tile_capacity))(
-        proj.means2d, proj.radii, proj.depths)
+    bins = jax.vmap(lambda m, r, d, c, o: bin_gaussians(
+        m, r, d, c, o, width=width, height=height, tile_size=tile_size, max_pairs=max_pairs,
+        tile_capacity=tile_capacity))(proj.means2d, proj.radii, proj.depths, proj.conics, proj.opacities)
     table = jnp.concatenate([proj.means2d, proj.conics, proj.opacities[..., None], proj.colors,
                              proj.depths[..., None]], axis=-1)  # [I, N, 10]
     table = jnp.where(jnp.all(proj.radii > 0, -1)[..., None], table, 0.0)  # culled: opacity 0

@@ -109,16 +109,19 @@ class Evaluator:
             lp = (np.asarray(self._lpips(self._lpips_params, rgb, jnp.asarray(target))) if self.use_lpips
                   else np.full(psnr.shape, np.nan, np.float32))
             scene_id = np.asarray(_fetch(batch.scene_id))
+            # Protocols with fewer targets for some scenes pad the view axis with index -1.
+            valid_view = np.asarray(_fetch(batch.target.index)) >= 0  # [B, V]
             psnr, ssim, n_active = np.asarray(psnr), np.asarray(ssim), np.asarray(n_active)
             for i, key in enumerate(keys):
                 if i >= scene_id.shape[0] or scene_id[i] < 0:
-                    continue  # padding
-                results.append(dict(scene=key, psnr=float(psnr[i].mean()), ssim=float(ssim[i].mean()),
-                                    lpips=float(lp[i].mean()), num_gaussians=int(n_active[i]),
+                    continue  # padded scene
+                v = valid_view[i]
+                results.append(dict(scene=key, psnr=float(psnr[i][v].mean()), ssim=float(ssim[i][v].mean()),
+                                    lpips=float(lp[i][v].mean()), num_gaussians=int(n_active[i]),
                                     encoder_ms=float(encoder_ms)))
                 if len(samples) < num_samples:
-                    samples.append((key, np.asarray(_fetch(batch.context.images))[i], np.asarray(rgb)[i],
-                                    target[i], np.asarray(depth)[i]))
+                    samples.append((key, np.asarray(_fetch(batch.context.images))[i], np.asarray(rgb)[i][v],
+                                    target[i][v], np.asarray(depth)[i][v]))
                 if key in export:
                     exported[key] = jax.tree_util.tree_map(lambda x: np.asarray(x)[i], gaussians)
         return results, samples, exported

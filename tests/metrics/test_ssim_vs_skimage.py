@@ -70,3 +70,13 @@ def test_gradient_matches_finite_differences():
     fd_ref = (_skimage_ssim(a + eps * d, b) - _skimage_ssim(a - eps * d, b)) / (2 * eps)
     np.testing.assert_allclose(float(jnp.sum(g_pred * d)), fd_ref, rtol=2e-3, atol=1e-5)
     np.testing.assert_allclose(fd, fd_ref, rtol=2e-3, atol=1e-4)
+
+
+def test_ssim_map_is_skimage_full_map_cropped():
+    rng = np.random.default_rng(3)
+    a = rng.random((30, 40, 3)).astype(np.float32)
+    b = rng.random((30, 40, 3)).astype(np.float32)
+    _, full = structural_similarity(b, a, win_size=11, gaussian_weights=True, channel_axis=-1, data_range=1.0, full=True)
+    ours = np.asarray(metrics.ssim_map(a, b))
+    assert ours.shape == (20, 30, 3)
+    np.testing.assert_allclose(ours, full[5:-5, 5:-5], atol=1e-5, rtol=0)

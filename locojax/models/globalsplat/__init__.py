@@ -44,7 +44,16 @@ def net_config_from(model_cfg) -> NetConfig:
         log_scale_offset=float(model_cfg.log_scale_offset), single_stream=bool(model_cfg.single_stream),
         camera_code=bool(model_cfg.camera_code), remat=bool(model_cfg.remat),
         dtype=getattr(jnp, dtype),
+        attention_impl=_attention_impl(model_cfg.get("attention_impl", "xla")),
     )
+
+
+def _attention_impl(name):
+    if name in (None, "", "xla"):
+        return None
+    if name != "cudnn":
+        raise ValueError(f"config.model.attention_impl={name!r}: expected 'xla' or 'cudnn'")
+    return name
 
 
 def final_stage_from(model_cfg) -> int:

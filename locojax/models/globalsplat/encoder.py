@@ -48,6 +48,7 @@ class StreamRound(nn.Module):
     num_self_attention: int
     mlp_ratio: float = 4.0
     dtype: Any = jnp.float32
+    attention_impl: Any = None
 
     @nn.compact
     def __call__(self, slots, memory, reg_mask):
@@ -57,14 +58,15 @@ class StreamRound(nn.Module):
         q = dense(d, "lat_q", self.dtype)(slots_in)
         k = dense(d, "mem_k", self.dtype)(mem_in)
         v = dense(d, "mem_v", self.dtype)(mem_in)
-        context = dense(d, "out_proj", self.dtype)(multihead_attention(q, k, v, self.heads))
+        context = dense(d, "out_proj", self.dtype)(multihead_attention(q, k, v, self.heads, self.attention_impl))
         updated = slots + LayerScale(d, 1e-3, name="attn_ls")(context) * reg_mask
         hidden = int(round(d * self.mlp_ratio))
         h = layer_norm("post_ln", self.dtype)(updated)
         h = dense(d, "mlp_2", self.dtype)(gelu(dense(hidden, "mlp_0", self.dtype)(h)))
         x = updated + LayerScale(d, 1e-3, name="mlp_ls")(h) * reg_mask
         for i in range(self.num_self_attention):
-            x = SelfAttentionBlock(d, self.heads, self.mlp_ratio, 1e-2, self.dtype, name=f"tower_{i}")(x)
+            x = SelfAttentionBlock(d, self.heads, self.mlp_ratio, 1e-2, self.dtype, self.attention_impl,
+                                   name=f"tower_{i}")(x)
         return x
 
 
@@ -94,6 +96,7 @@ class SlotEncoder(nn.Module):
     single_stream: bool = False
     remat: bool = False
     dtype: Any = jnp.float32
+    attention_impl: Any = None
 
     @nn.compact
     def __call__(self, state, tokens):
@@ -127,9 +130,11 @@ class SlotEncoder(nn.Module):
         tex = None if self.single_stream else project("slot_to_tex")
         for r in range(self.rounds):
             geo = round_cls(d, self.heads, self.num_self_attention, dtype=self.dtype,
+                            attention_impl=self.attention_impl,
                             name=f"geo_rounds_{r}")(geo, memory, reg_mask)
             if not self.single_stream:
                 tex = round_cls(d, self.heads, self.num_self_attention, dtype=self.dtype,
+                                attention_impl=self.attention_impl,
                                 name=f"tex_rounds_{r}")(tex, memory, reg_mask)
                 geo, tex = PairAdapter(d, self.dtype, name=f"pair_adapters_{r}")(geo, tex)
         scene = slice(NUM_AUX_QUERIES, NUM_AUX_QUERIES + m)

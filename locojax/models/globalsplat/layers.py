@@ -46,13 +46,17 @@ class LayerScale(nn.Module):
         return x * gamma.astype(x.dtype)
 
 
-def multihead_attention(q, k, v, heads: int):
-    """q [B, Nq, D], k/v [B, Nk, D] -> [B, Nq, D]; heads split from D (torch `.view(B, N, H, dh)`)."""
+def multihead_attention(q, k, v, heads: int, implementation=None):
+    """q [B, Nq, D], k/v [B, Nk, D] -> [B, Nq, D]; heads split from D (torch `.view(B, N, H, dh)`).
+
+    `implementation`: None (XLA, any backend) or "cudnn" (fused flash attention on NVIDIA GPUs,
+    bf16/fp16 only), passed to `jax.nn.dot_product_attention`."""
     b, nq, d = q.shape
     nk = k.shape[1]
     dh = d // heads
     out = jax.nn.dot_product_attention(
-        q.reshape(b, nq, heads, dh), k.reshape(b, nk, heads, dh), v.reshape(b, nk, heads, dh)
+        q.reshape(b, nq, heads, dh), k.reshape(b, nk, heads, dh), v.reshape(b, nk, heads, dh),
+        implementation=implementation,
     )
     return out.reshape(b, nq, d)
 
@@ -63,12 +67,13 @@ class SelfAttention(nn.Module):
     dim: int
     heads: int
     dtype: Any = jnp.float32
+    attention_impl: Any = None
 
     @nn.compact
     def __call__(self, x):
         b, n, d = x.shape
         qkv = dense(3 * self.dim, "qkv", self.dtype)(x).reshape(b, n, 3, d)
-        out = multihead_attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], self.heads)
+        out = multihead_attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], self.heads, self.attention_impl)
         return dense(self.dim, "proj", self.dtype)(out)
 
 
@@ -93,10 +98,11 @@ class SelfAttentionBlock(nn.Module):
     mlp_ratio: float = 4.0
     init_value: float = 1e-2
     dtype: Any = jnp.float32
+    attention_impl: Any = None
 
     @nn.compact
     def __call__(self, x):
-        h = SelfAttention(self.dim, self.heads, self.dtype, name="attn")(layer_norm("norm1", self.dtype)(x))
+        h = SelfAttention(self.dim, self.heads, self.dtype, self.attention_impl, name="attn")(layer_norm("norm1", self.dtype)(x))
         x = x + LayerScale(self.dim, self.init_value, name="ls1")(h)
         h = Mlp(self.dim, int(round(self.dim * self.mlp_ratio)), self.dtype, name="mlp")(
             layer_norm("norm2", self.dtype)(x))
