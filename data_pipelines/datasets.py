@@ -89,6 +89,8 @@ def ensure_built(name: str, builder, manual_dir=None):
         raise FileNotFoundError(
             f"dataset {name!r} is not built under {builder.data_dir}; build it with "
             f"`python -m data_pipelines.build {name} --manual_dir=SRC --data_dir=...`")
+    if manual_dir is not None and not Path(manual_dir).is_dir():
+        raise FileNotFoundError(f"dataset {name!r}: manual_dir {manual_dir} does not exist")
     dl_config = tfds.download.DownloadConfig(manual_dir=manual_dir) if manual_dir else None
     builder.download_and_prepare(file_format=FILE_FORMAT, download_config=dl_config)
     return builder

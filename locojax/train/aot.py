@@ -33,6 +33,9 @@ def placeholder_batch(config, local_batch_size: int | None = None) -> Batch:
     """A process-local Batch with the shapes `config.data` implies (for shapes only)."""
     b = int(config.batch_size) // jax.process_count() if local_batch_size is None else local_batch_size
     d = config.data
+    for key in ("num_context_views", "num_target_views", "image_shape"):
+        if d.get(key) is None:
+            raise ValueError(f"config.data.{key} must be set to compile from shapes alone")
     return Batch(context=placeholder_views(b, int(d.num_context_views), tuple(d.image_shape)),
                  target=placeholder_views(b, int(d.num_target_views), tuple(d.image_shape)),
                  scene_id=np.arange(b, dtype=np.int32))

@@ -73,6 +73,7 @@ class Run:
     abstract_state: Any
     state_shardings: Any
     example_batch: Any
+    labels: Any
     process_index: int
     process_count: int
 
@@ -86,12 +87,13 @@ def build_run(config, example_local_batch, model=None) -> Run:
     example = shd.global_batch(jax.tree_util.tree_map(np.zeros_like, example_local_batch), mesh)
     rng = jax.random.PRNGKey(int(config.seed))
     params_shape = abstract_params(model, rng, example)
-    tx, schedule = make_optimizer(config, params_shape, model.param_labels(params_shape))
+    labels = model.param_labels(params_shape)
+    tx, schedule = make_optimizer(config, params_shape, labels)
     init_fn = make_init_fn(model, tx)
     abstract = abstract_state(init_fn, rng, example)
     shardings = shd.state_shardings(abstract, mesh, config.sharding)
     return Run(config, model, mesh, tx, schedule, render, init_fn, abstract, shardings, example,
-               process_index, process_count)
+               labels, process_index, process_count)
 
 
 def peek_batch(iterator):
@@ -165,8 +167,10 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
         state = create_state(run.init_fn, jax.random.PRNGKey(int(config.seed)), run.example_batch,
                              run.state_shardings)
         start = 0
+    frozen = set(config.optimizer.frozen_groups)
     if is_main:
-        write_run_json(workdir, config, num_params=count_params(state.params),
+        write_run_json(workdir, config, num_params=count_params(state.params, run.labels, frozen, False),
+                       num_frozen_params=count_params(state.params, run.labels, frozen, True),
                        num_gaussians=run.model.num_gaussians,
                        extra=dict(resumed_from_step=latest, resumed_config=resumed_config))
 
@@ -234,6 +238,8 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
                     progress.message(stopped)
                     break
     finally:
+        if hasattr(train_iter, "close"):
+            train_iter.close()
         manager.wait_until_finished()
         progress.close()
         logger.close()

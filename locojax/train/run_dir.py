@@ -88,11 +88,13 @@ def versions() -> dict:
     return out
 
 
-def write_run_json(workdir: str, config, *, num_params: int, num_gaussians: int, extra=None) -> None:
+def write_run_json(workdir: str, config, *, num_params: int, num_gaussians: int, num_frozen_params: int = 0,
+                   extra=None) -> None:
     devices = jax.devices()
     record = dict(
         config=config_to_dict(config),
-        num_params=int(num_params),
+        num_params=int(num_params),  # trainable
+        num_frozen_params=int(num_frozen_params),
         num_gaussians=int(num_gaussians),
         device_count=len(devices),
         local_device_count=jax.local_device_count(),

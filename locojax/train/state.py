@@ -76,5 +76,10 @@ def create_state(init_fn, rng, batch, shardings):
     return jax.jit(init_fn, out_shardings=shardings)(rng, batch)
 
 
-def count_params(params) -> int:
-    return int(sum(x.size for x in jax.tree_util.tree_leaves(params)))
+def count_params(params, labels=None, frozen_groups=(), frozen: bool = False) -> int:
+    """Number of trainable (frozen=False) or frozen (frozen=True) parameters; all when no labels."""
+    if labels is None:
+        return int(sum(x.size for x in jax.tree_util.tree_leaves(params))) if not frozen else 0
+    sizes = jax.tree_util.tree_leaves(jax.tree_util.tree_map(
+        lambda x, lab: x.size if ((lab in frozen_groups) == frozen) else 0, params, labels))
+    return int(sum(sizes))

@@ -2,9 +2,6 @@
 
 import io
 import json
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from PIL import Image
@@ -93,37 +90,41 @@ def test_missing_folder_is_an_error(tmp_path):
         list(load_scenes("acid", "test", data_dir=str(tmp_path / "out")))
 
 
-_INTERRUPT = """
-import sys
-from data_pipelines.builders import chunks
-orig = chunks.LocojaxRe10k._generate_examples
-def dying(self, stage_dir, split):
-    for n, item in enumerate(orig(self, stage_dir, split)):
-        if n == 1:
-            raise KeyboardInterrupt("simulated interruption")
-        yield item
-chunks.LocojaxRe10k._generate_examples = dying
-from data_pipelines import datasets
-b = datasets.make_builder("re10k", sys.argv[2])
-datasets.ensure_built("re10k", b, manual_dir=sys.argv[1])
-"""
+class _Interrupted(Exception):
+    pass
 
 
-def test_interrupted_build_reruns_cleanly(chunk_source, tmp_path):
-    root, scenes = chunk_source
+def _report(text: str) -> dict:
+    return json.loads(text[text.rindex("\n{") + 1:] if "\n{" in text else text[text.index("{"):])
+
+
+def test_interrupted_build_reruns_cleanly(chunk_source, tmp_path, monkeypatch, capsys):
+    from data_pipelines import build
+    from data_pipelines.builders import chunks
+
+    root, _ = chunk_source
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-c", _INTERRUPT, str(root), str(out)], capture_output=True, text=True)
-    assert r.returncode != 0
-    builder = datasets.make_builder("re10k", str(out))
-    assert not datasets.is_prepared(builder)  # nothing half-written where readers look
-    r = subprocess.run([sys.executable, "-m", "data_pipelines.build", "re10k", f"--manual_dir={root}",
-                        f"--data_dir={out}"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert json.loads(r.stdout[r.stdout.index("{"):])["splits"] == {"test": 3, "train": 1}
+    argv = ["re10k", f"--manual_dir={root}", f"--data_dir={out}"]
+    original = chunks.LocojaxRe10k._generate_examples
+
+    def dying(self, stage_dir, split):
+        for n, item in enumerate(original(self, stage_dir, split)):
+            if n == 1:
+                raise _Interrupted("simulated interruption after one scene")
+            yield item
+
+    monkeypatch.setattr(chunks.LocojaxRe10k, "_generate_examples", dying)
+    with pytest.raises(_Interrupted):
+        build.main(argv)
+    assert not datasets.is_prepared(datasets.make_builder("re10k", str(out)))  # nothing half-written
+    monkeypatch.setattr(chunks.LocojaxRe10k, "_generate_examples", original)
+    capsys.readouterr()
+    assert build.main(argv) == 0
+    report = _report(capsys.readouterr().out)
+    assert report["splits"] == {"test": 3, "train": 1} and report["already_built"] is False
     info = out / "locojax_re10k" / "1.0.0" / "dataset_info.json"
     mtime = info.stat().st_mtime
-    r = subprocess.run([sys.executable, "-m", "data_pipelines.build", "re10k", f"--manual_dir={root}",
-                        f"--data_dir={out}"], capture_output=True, text=True)
-    assert r.returncode == 0 and json.loads(r.stdout[r.stdout.index("{"):])["already_built"] is True
-    assert info.stat().st_mtime == mtime  # not redone
+    assert build.main(argv) == 0
+    assert _report(capsys.readouterr().out)["already_built"] is True
+    assert info.stat().st_mtime == mtime  # a finished dataset is not redone
     assert len(list(load_scenes("re10k", "test", data_dir=str(out)))) == 3

@@ -127,3 +127,12 @@ def test_identity_zero_leading_axes_and_vmap():
         metrics.lpips(a, b[..., :8, :])
     with pytest.raises(ValueError, match="minimum 16x16"):
         metrics.lpips(a[..., :8, :], b[..., :8, :])
+
+
+def test_weights_first_loaded_inside_jit_are_not_leaked_tracers():
+    metrics.lpips_vgg_params.cache_clear()
+    a = jnp.full((1, 16, 16, 3), 0.25)
+    b = jnp.full((1, 16, 16, 3), 0.75)
+    inside = jax.jit(lambda x, y: metrics.lpips(x, y))(a, b)  # first load happens under the trace
+    eager = metrics.lpips(a, b)  # would raise UnexpectedTracerError if tracers had been cached
+    np.testing.assert_allclose(np.asarray(inside), np.asarray(eager), atol=1e-6)

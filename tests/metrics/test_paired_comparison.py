@@ -68,3 +68,19 @@ def test_cli_table_and_errors(tmp_path, capsys):
     nested = tmp_path / "nested.json"
     nested.write_text(json.dumps({"x": {"psnr": 1.0}, "y": {"psnr": 2.0}}))
     assert paired.load_results(nested) == {"x": {"psnr": 1.0}, "y": {"psnr": 2.0}}
+
+
+def test_evaluator_json_format_and_missing_lpips(tmp_path):
+    # locojax.train.evaluate writes {"scenes": [rows], "summary": {...}}; LPIPS may be off (NaN / absent).
+    rows_a = [{"scene": "x", "psnr": 20.0, "ssim": 0.5, "lpips": float("nan")},
+              {"scene": "y", "psnr": 22.0, "ssim": 0.6}]
+    rows_b = [{"scene": "x", "psnr": 21.0, "ssim": 0.5, "lpips": 0.3}, {"scene": "y", "psnr": 21.0, "ssim": 0.7}]
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps({"scenes": rows_a, "summary": {"psnr": 21.0}}))
+    pb.write_text(json.dumps({"scenes": rows_b, "summary": {"psnr": 21.0}}))
+    res = paired.compare(paired.load_results(pa), paired.load_results(pb))
+    assert [s.metric for s in res] == ["psnr", "ssim"]
+    assert res[0].mean_diff == pytest.approx(0.0) and res[0].share_a_better == 0.5
+    assert res[1].share_tie == 0.5 and res[1].share_b_better == 0.5
+    with pytest.raises(ValueError, match="'lpips' missing"):
+        paired.compare(paired.load_results(pa), paired.load_results(pb), ["lpips"])

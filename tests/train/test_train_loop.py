@@ -85,7 +85,8 @@ def test_run_files(toy_run):
     for key in ("config", "num_params", "num_gaussians", "device_count", "device_kinds", "versions"):
         assert key in run
     assert run["num_gaussians"] == 32 and run["config"]["total_steps"] == TOTAL
-    assert run["num_params"] == sum(x.size for x in jax.tree_util.tree_leaves(toy_run["out"]["state"].params))
+    total = sum(x.size for x in jax.tree_util.tree_leaves(toy_run["out"]["state"].params))
+    assert run["num_frozen_params"] == 3 and run["num_params"] == total - 3  # the toy's frozen offset
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(os.path.join(wd, "tensorboard")))
     pngs = sorted(os.listdir(os.path.join(wd, "samples")))
     assert len(pngs) == 3 and pngs[0].startswith("step0000000")
