@@ -163,3 +163,7 @@ def _tiny(config):
     data.num_context_views = 6
     data.num_target_views = 4
     data.augment = False
+    if "synthetic_num_train_scenes" in data:  # a small embedded dataset that builds in < 1 min
+        data.synthetic_num_train_scenes = 16
+        data.synthetic_num_test_scenes = 4
+        data.synthetic_image_size = 64

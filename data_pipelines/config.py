@@ -28,8 +28,8 @@ def default_data_config() -> ml_collections.ConfigDict:
     c.eval_num_scenes = FieldReference(None, field_type=int)   # None = all scenes of the protocol
     c.eval_batch_size = FieldReference(None, field_type=int)   # per process; None = batch_size // processes
     c.augment = False                     # colour jitter + crop, shared across the views of a sample
-    # near/far overrides (None -> the dataset's: synthetic 0.5/15, re10k/acid 1/100, dl3dv 0.5/100? see
-    # data_pipelines/datasets.py, scannet 0.5/15).
+    # near/far overrides (None -> the dataset's, data_pipelines/datasets.py: synthetic 0.5/15,
+    # re10k/acid/dl3dv 1/100, scannet 0.5/15).
     c.near = FieldReference(None, field_type=float)
     c.far = FieldReference(None, field_type=float)
     # The embedded synthetic dataset (built on first use under data_dir).

@@ -2,7 +2,8 @@
 
 near/far (metres, or the dataset's units): synthetic 0.5 / 15 (data_pipelines/synthetic/generate.py);
 re10k and acid 1 / 100 (pixelSplat's dataset config; VolSplat trains RE10K with 0.5 / 100 -- set
-config.data.near to match it); dl3dv 1 / 100 (DepthSplat's RE10K-style config); scannet 0.5 / 15
+config.data.near to match it); dl3dv 1 / 100 (assumed like RE10K: not verified against DepthSplat's
+DL3DV config); scannet 0.5 / 15
 (FreeSplat's evaluation). `config.data.near` / `.far` override them.
 """
 

@@ -28,6 +28,11 @@ LOCUSGS = {"kind": "mse_ssim", "lambda_mse": 1.0, "lambda_ssim": 0.2, "dssim_sca
 LOCOSPLAT_COARSE_BETA = 0.9  # paper 000 eq. 6: weight of the coarse-depth render's loss
 
 
+def _is_static_zero(weight) -> bool:
+    """A Python-number zero weight skips its term; array weights (e.g. a traced schedule) never do."""
+    return isinstance(weight, (int, float)) and weight == 0
+
+
 def mse(pred, target):
     """Mean squared error over all elements -> scalar."""
     return jnp.mean((pred.astype(jnp.float32) - target.astype(jnp.float32)) ** 2)
@@ -38,11 +43,11 @@ def mse_lpips_loss(pred, target, *, lambda_mse: float = 1.0, lambda_lpips: float
     """lambda_mse * MSE + lambda_lpips * mean LPIPS (LoCoSplat: 1, 0.05; GlobalSplat: 2, 1).
 
     LPIPS gradients reach `pred` only (the target trunk runs under stop_gradient). A zero weight skips
-    the term entirely (no VGG pass). `lpips_precision=jax.lax.Precision.DEFAULT` allows TF32 on GPUs.
+    the term entirely (no VGG pass); weights may also be traced arrays (schedules). `lpips_precision=jax.lax.Precision.DEFAULT` allows TF32 on GPUs.
     """
     terms = {"mse": mse(pred, target)}
     loss = lambda_mse * terms["mse"]
-    if lambda_lpips != 0.0:
+    if not _is_static_zero(lambda_lpips):
         terms["lpips"] = jnp.mean(lpips_metric(pred, target, params=lpips_params, precision=lpips_precision))
         loss = loss + lambda_lpips * terms["lpips"]
     return loss, terms
@@ -52,7 +57,7 @@ def mse_ssim_loss(pred, target, *, lambda_mse: float = 1.0, lambda_ssim: float =
     """lambda_mse * MSE + lambda_ssim * dssim_scale * (1 - mean SSIM) (LocusGS/TokenGS eq. 26)."""
     terms = {"mse": mse(pred, target)}
     loss = lambda_mse * terms["mse"]
-    if lambda_ssim != 0.0:
+    if not _is_static_zero(lambda_ssim):
         terms["ssim"] = jnp.mean(ssim_metric(pred, target))
         loss = loss + lambda_ssim * dssim_scale * (1.0 - terms["ssim"])
     return loss, terms

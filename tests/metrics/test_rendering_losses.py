@@ -58,6 +58,10 @@ def test_ssim_loss_gradient_and_config_errors(images):
     pred, target = images
     g = jax.grad(lambda p: losses.mse_ssim_loss(p, target)[0])(pred)
     assert np.all(np.isfinite(np.asarray(g))) and np.abs(np.asarray(g)).max() > 0
+    # A traced weight (a schedule) works; a Python zero skips the term.
+    traced = jax.jit(lambda p, w: losses.mse_ssim_loss(p, target, lambda_ssim=w)[0])(pred, 0.2)
+    np.testing.assert_allclose(float(traced), float(losses.mse_ssim_loss(pred, target)[0]), rtol=1e-6)
+    assert "ssim" not in losses.mse_ssim_loss(pred, target, lambda_ssim=0)[1]
     with pytest.raises(ValueError, match="'kind'"):
         losses.rendering_loss(pred, target, {"kind": "l1"})
     with pytest.raises(ValueError, match="lambda_lpip"):

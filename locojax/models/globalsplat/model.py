@@ -28,6 +28,8 @@ from locojax.models.globalsplat.subsets import gather_views, interleaved_subsets
 from locojax.models.interface import LossTerm
 from locojax.types import Batch, Gaussians, RenderOutput, Views
 
+LPIPS_KEY = "lpips_vgg"  # top-level params key of the frozen LPIPS-VGG weights
+
 
 @dataclasses.dataclass(frozen=True)
 class CurriculumConfig:
@@ -90,9 +92,21 @@ class GlobalSplatModel:
 
     # ----- interface -----
     def init(self, rng, batch: Batch):
+        """The network's params; with LPIPS in the loss, plus its frozen VGG weights under
+        `LPIPS_KEY` (an argument of the jitted step rather than a 58 MB constant; labelled "frozen")."""
         c = batch.context
-        return self.net.init(rng, jnp.asarray(c.images[:1]), jnp.asarray(c.c2w[:1]),
-                             jnp.asarray(c.intrinsics[:1]))["params"]
+        params = dict(self.net.init(rng, jnp.asarray(c.images[:1]), jnp.asarray(c.c2w[:1]),
+                                    jnp.asarray(c.intrinsics[:1]))["params"])
+        if self.loss_cfg.lpips_weight > 0 and self._lpips_params is None:
+            from locojax.metrics.lpips_weights import lpips_vgg_params
+
+            params[LPIPS_KEY] = jax.tree_util.tree_map(jnp.asarray, lpips_vgg_params())
+        return params
+
+    @staticmethod
+    def net_params(params):
+        """The network's own params (without the frozen LPIPS weights)."""
+        return {k: v for k, v in params.items() if k != LPIPS_KEY}
 
     def stage_and_mix(self, step, train: bool = True):
         cur = self.curriculum
@@ -102,7 +116,8 @@ class GlobalSplatModel:
 
     def decode(self, params, context: Views, stage, mix):
         """Views [B, V, ...] -> (DecodedStage at full capacity, candidates)."""
-        cand = self.net.apply({"params": params}, context.images, context.c2w, context.intrinsics)
+        cand = self.net.apply({"params": self.net_params(params)}, context.images, context.c2w,
+                              context.intrinsics)
         dec = decode_padded(cand, stage, mix, self.curriculum.final_stage,
                             gate_tau=self.curriculum.gate_tau, mean_offset=self.mean_offset)
         return dec, cand
@@ -138,24 +153,29 @@ class GlobalSplatModel:
             gaussians = jax.tree_util.tree_map(lambda x: half(x, 0), gaussians)
         return gaussians, aux
 
-    def _subset_terms(self, gaussians: Gaussians, active, context: Views, renders: RenderOutput,
+    def _subset_terms(self, params, gaussians: Gaussians, active, context: Views, renders: RenderOutput,
                       target: Views) -> dict:
         h, w = context.image_shape
         lc = self.loss_cfg
         out = {"mse": gl.mse(renders.rgb, target.images)}
         if lc.lpips_weight > 0:
-            out["lpips"] = self._lpips(renders.rgb, target.images)
+            out["lpips"] = self._lpips(params, renders.rgb, target.images)
         out["frustum"] = gl.frustum_loss(
             gaussians.means, denormalize_intrinsics(context.intrinsics, w, h), c2w_to_w2c(context.c2w),
             h, w, weights=active, tau=lc.frustum_tau, max_depth=lc.frustum_max_depth)
         out["opacity"] = gl.opacity_regularizer(gaussians.opacities, alpha_max=lc.alpha_max, weights=active)
         return out
 
-    def _lpips(self, pred, target):
+    def _lpips(self, params, pred, target):
         from locojax.metrics.lpips import lpips_with_params
         from locojax.metrics.lpips_weights import lpips_vgg_params
 
-        params = self._lpips_params if self._lpips_params is not None else lpips_vgg_params()
+        if LPIPS_KEY in params:
+            params = jax.lax.stop_gradient(params[LPIPS_KEY])
+        elif self._lpips_params is not None:
+            params = self._lpips_params
+        else:  # e.g. params converted from torch without init: weights become jit constants
+            params = lpips_vgg_params()
         flat = lambda x: x.reshape((-1,) + x.shape[-3:]).astype(jnp.float32)  # noqa: E731
         return jnp.mean(lpips_with_params(params, flat(pred), flat(target),
                                           precision=jax.lax.Precision.DEFAULT))
@@ -171,13 +191,13 @@ class GlobalSplatModel:
             ctx_a, ctx_b = gather_views(batch.context, index[:, 0]), gather_views(batch.context, index[:, 1])
             g_b = aux["subset_b_gaussians"]
             renders_b = self._render_fn(g_b, batch.target)
-            ta = self._subset_terms(gaussians, aux["active"], ctx_a, renders, batch.target)
-            tb = self._subset_terms(g_b, aux["subset_b_active"], ctx_b, renders_b, batch.target)
+            ta = self._subset_terms(params, gaussians, aux["active"], ctx_a, renders, batch.target)
+            tb = self._subset_terms(params, g_b, aux["subset_b_active"], ctx_b, renders_b, batch.target)
             terms = {k: 0.5 * (ta[k] + tb[k]) for k in ta}  # eq. 49
             l_alpha, l_depth = gl.consistency_losses(renders.alpha, renders_b.alpha, renders.depth,
                                                      renders_b.depth, support=lc.consistency_support)
         else:
-            terms = self._subset_terms(gaussians, aux["active"], batch.context, renders, batch.target)
+            terms = self._subset_terms(params, gaussians, aux["active"], batch.context, renders, batch.target)
             l_alpha = l_depth = None
         out = {
             "mse": LossTerm(lc.mse_weight, terms["mse"]),
@@ -194,4 +214,6 @@ class GlobalSplatModel:
         return out
 
     def param_labels(self, params):
-        return jax.tree_util.tree_map(lambda _: "default", params)
+        """"frozen" for the LPIPS weights (never updated), "default" for the network."""
+        return {k: jax.tree_util.tree_map(lambda _, k=k: "frozen" if k == LPIPS_KEY else "default", v)
+                for k, v in params.items()}
