@@ -28,6 +28,9 @@ def default_data_config() -> ml_collections.ConfigDict:
     c.eval_num_scenes = FieldReference(None, field_type=int)   # None = all scenes of the protocol
     c.eval_batch_size = FieldReference(None, field_type=int)   # per process; None = batch_size // processes
     c.augment = False                     # colour jitter + crop, shared across the views of a sample
+    # Training only: crop each view to the largest rectangle centred on its principal point first
+    # (GlobalSplat's preprocessing). None -> on for sampler "globalsplat", off otherwise.
+    c.principal_point_crop = FieldReference(None, field_type=bool)
     # near/far overrides (None -> the dataset's, data_pipelines/datasets.py: synthetic 0.5/15,
     # re10k/acid/dl3dv 1/100, scannet 0.5/15).
     c.near = FieldReference(None, field_type=float)

@@ -37,3 +37,18 @@ def rescale_and_crop(image: np.ndarray, K_norm: np.ndarray, shape: tuple[int, in
     # Resizing keeps normalized intrinsics unchanged; only the crop changes them.
     row, col = (h_s - h_out) // 2, (w_s - w_out) // 2
     return crop_region(image, K_norm, col, row, w_out, h_out)
+
+
+def principal_point_crop(image: np.ndarray, K_norm: np.ndarray):
+    """GlobalSplat's first training step: the largest crop centred on the principal point, so that
+    afterwards cx = cy = 0.5 (up to pixel rounding). uint8 [H, W, 3], K [3, 3] -> cropped, K'."""
+    H, W = image.shape[:2]
+    cx, cy = float(K_norm[0, 2]) * W, float(K_norm[1, 2]) * H
+    half_w = int(np.floor(min(cx, W - cx) + 1e-3))  # tolerate float32 intrinsics
+    half_h = int(np.floor(min(cy, H - cy) + 1e-3))
+    if half_w < 1 or half_h < 1:
+        raise ValueError(f"principal point ({cx:.1f}, {cy:.1f}) px lies outside a {W}x{H} image")
+    x0, y0 = int(round(cx)) - half_w, int(round(cy)) - half_h
+    x0, y0 = max(0, x0), max(0, y0)
+    w, h = min(2 * half_w, W - x0), min(2 * half_h, H - y0)
+    return crop_region(image, K_norm, x0, y0, w, h)

@@ -58,6 +58,8 @@ class TrainIterator:
         self.process_index, self.process_count = process_index, process_count
         self.image_shape = tuple(int(x) for x in data_value(config, "image_shape"))
         self.augment = bool(data_value(config, "augment"))
+        pp = data_value(config, "principal_point_crop")
+        self.principal_point_crop = (data_value(config, "sampler") == "globalsplat") if pp is None else bool(pp)
         self.near, self.far = datasets.near_far(self.dataset, config)
         self.sampler = make_sampler(
             data_value(config, "sampler"), dataset=self.dataset,
@@ -110,7 +112,7 @@ class TrainIterator:
             params = aug.sample_params(rng) if self.augment else None
             frames = np.concatenate([sel.context, sel.target])
             images, K, c2w = prepare_views(record, frames, self.image_shape, params,
-                                           datasets.PRE_RESIZE.get(self.dataset))
+                                           datasets.PRE_RESIZE.get(self.dataset), self.principal_point_crop)
             return scene, sel, images, K, c2w
         raise SceneTooShort(f"every training scene of {self.dataset} is too short for sampler {self.sampler.name}")
 

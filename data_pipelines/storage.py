@@ -31,6 +31,8 @@ class SceneSource:
             keys = [_text(self._source[i]["key"]) for i in range(len(self._source))]  # slow path: read all
         self.keys = list(keys)
         self.index_of = {k: i for i, k in enumerate(self.keys)}
+        frames = meta.get(f"frames_{split}") if hasattr(meta, "get") else None
+        self._num_frames = list(frames) if frames is not None and len(frames) == len(self.keys) else None
 
     def __len__(self) -> int:
         return len(self._source)
@@ -39,6 +41,9 @@ class SceneSource:
         return self._source[int(i)]
 
     def num_frames(self, i: int) -> int:
+        """Frame count of scene i (from the build metadata; reads the record only as a fallback)."""
+        if self._num_frames is not None:
+            return int(self._num_frames[int(i)])
         return len(self.record(i)["images"])
 
     @staticmethod

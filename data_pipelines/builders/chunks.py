@@ -47,7 +47,7 @@ class _ChunkBuilder(tfds.core.GeneratorBasedBuilder):
         return iter_stage(stage_dir)
 
     def _generate_examples(self, stage_dir, split):
-        keys, skipped = [], []
+        keys, frames, skipped = [], [], []
         for item in self._reader(stage_dir):
             if isinstance(item, Skip):
                 skipped.append(item.as_dict())
@@ -55,8 +55,10 @@ class _ChunkBuilder(tfds.core.GeneratorBasedBuilder):
                 continue
             key, record = item
             keys.append(key)
+            frames.append(len(record["images"]))
             yield key, record
         self.info.metadata[f"keys_{split}"] = keys
+        self.info.metadata[f"frames_{split}"] = frames
         self.info.metadata["skipped"] = list(self.info.metadata.get("skipped", [])) + skipped
         if skipped:
             print(f"{self.name}/{split}: {len(keys)} scenes written, {len(skipped)} skipped:")

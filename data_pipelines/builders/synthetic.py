@@ -65,7 +65,7 @@ class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
     def _generate_examples(self, split: str, count: int):
         cfg = self.builder_config
         jobs = [(cfg.seed, split, i, cfg.height, cfg.width, cfg.num_frames, cfg.store_depth) for i in range(count)]
-        keys = []
+        keys, frames = [], []
         bar = tqdm.tqdm(total=count, desc=f"synthetic {cfg.name} {split}", unit="scene")
         if self._num_workers > 1 and count > 1:
             # spawn, not fork: the parent has TensorFlow's threads running. An executor (unlike
@@ -74,16 +74,19 @@ class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
             with concurrent.futures.ProcessPoolExecutor(self._num_workers, mp_context=ctx) as pool:
                 for key, record in pool.map(encode_scene, jobs):
                     keys.append(key)
+                    frames.append(len(record["images"]))
                     bar.update(1)
                     yield key, record
         else:
             for job in jobs:
                 key, record = encode_scene(job)
                 keys.append(key)
+                frames.append(len(record["images"]))
                 bar.update(1)
                 yield key, record
         bar.close()
         self.info.metadata[f"keys_{split}"] = keys
+        self.info.metadata[f"frames_{split}"] = frames
 
 
 def make_builder(config: SyntheticConfig, data_dir: str, num_workers: int = 2) -> LocojaxSynthetic:

@@ -13,12 +13,21 @@ import numpy as np
 from data_pipelines.synthetic.scene_spec import SceneSpec
 
 _EPS = 1e-6
-_ONES3 = np.ones(3)
 
 
 def _dot3(a, b):
-    """Row-wise dot product of [P, 3] arrays (a gemv: much faster than einsum or sum(axis=-1))."""
-    return (a * b) @ _ONES3
+    """Row-wise dot product of [P, 3] arrays, or of [P, 3] with [3]. Written elementwise on purpose:
+    BLAS gemv/gemm on [P, 3] operands is slow with a thread pool on an oversubscribed CPU."""
+    if b.ndim == 1:
+        return a[:, 0] * b[0] + a[:, 1] * b[1] + a[:, 2] * b[2]
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
+def _rows_times(a, m):
+    """a @ m for a [P, 3] (or [3]) and m [3, 3], elementwise (see `_dot3`)."""
+    if a.ndim == 1:
+        return a @ m
+    return a[:, 0:1] * m[0] + a[:, 1:2] * m[1] + a[:, 2:3] * m[2]
 _GAMMA = 2.2
 # Face index -> (world axes used as texture coordinates).
 _FACE_UV_AXES = {0: (1, 2), 1: (1, 2), 2: (0, 2), 3: (0, 2), 4: (0, 1), 5: (0, 1)}
@@ -40,7 +49,7 @@ def _candidates(o, d, dd, center, radius, t_max=None):
     if oc.ndim == 1:
         if oc @ oc <= radius * radius:  # origin inside the bounding sphere: test every ray
             return np.arange(d.shape[0])
-        proj = d @ oc
+        proj = _dot3(d, oc)
         dist2 = (oc @ oc) - proj * proj / dd
         return np.nonzero((dist2 <= radius * radius) & (proj > 0))[0]
     raise ValueError("_candidates needs a single ray origin")
@@ -49,8 +58,8 @@ def _candidates(o, d, dd, center, radius, t_max=None):
 def _box_hit(o, d, box):
     """Slab test in the box frame. o [3] or [P, 3], d [P, 3] -> t [P] (inf on miss), axis [P], local p."""
     rot = _yaw_matrix(box.yaw)
-    o_l = (o - box.center) @ rot  # world -> box frame is R^T x, i.e. x @ R
-    d_l = d @ rot
+    o_l = _rows_times(o - box.center, rot)  # world -> box frame is R^T x, i.e. x @ R
+    d_l = _rows_times(d, rot)
     with np.errstate(divide="ignore", invalid="ignore"):
         inv = 1.0 / np.where(np.abs(d_l) < _EPS, _EPS, d_l)
         t1 = (-box.half - o_l) * inv
@@ -67,7 +76,7 @@ def _box_hit(o, d, box):
 def _sphere_hit(o, d, sphere):
     oc = o - sphere.center
     a = _dot3(d, d)
-    b = d @ oc if oc.ndim == 1 else _dot3(oc, d)
+    b = _dot3(d, oc) if oc.ndim == 1 else _dot3(oc, d)
     c = (oc @ oc if oc.ndim == 1 else _dot3(oc, oc)) - sphere.radius**2
     disc = b * b - a * c
     with np.errstate(invalid="ignore"):
@@ -210,11 +219,11 @@ def cast_rays(spec: SceneSpec, origin: np.ndarray, dirs: np.ndarray, pixel_angle
         if not sel.any():
             continue
         rot = _yaw_matrix(box.yaw)
-        p_l = (points[sel] - box.center) @ rot
+        p_l = _rows_times(points[sel] - box.center, rot)
         ax = np.argmax(np.abs(p_l) / box.half, axis=-1)
         n_l = np.zeros_like(p_l)
         n_l[np.arange(len(ax)), ax] = np.sign(p_l[np.arange(len(ax)), ax])
-        n = n_l @ rot.T
+        n = _rows_times(n_l, rot.T)
         normals[sel] = n
         uv_axes = np.array([[1, 2], [0, 2], [0, 1]])[ax]
         rows = np.arange(len(ax))
@@ -268,6 +277,6 @@ def render_view(spec: SceneSpec, c2w: np.ndarray, K_norm: np.ndarray, height: in
     """
     if cam_rays is None:
         cam_rays = camera_rays(K_norm, height, width)
-    dirs = cam_rays @ np.asarray(c2w[:3, :3], np.float64).T
+    dirs = _rows_times(cam_rays, np.asarray(c2w[:3, :3], np.float64).T)
     rgb, depth, _ = cast_rays(spec, np.asarray(c2w[:3, 3], np.float64), dirs, 1.0 / (K_norm[0, 0] * width))
     return rgb.reshape(height, width, 3), depth.reshape(height, width)

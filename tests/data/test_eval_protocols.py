@@ -48,3 +48,11 @@ def test_synthetic_index_deterministic():
 def test_unknown_protocol_named():
     with pytest.raises(ValueError, match="unknown evaluation protocol 'nope'"):
         protocols.get_protocol("nope")
+
+
+@pytest.mark.parametrize("name", ["pixelsplat_2v", "c3g_12v", "c3g_36v", "scannet_6v"])
+def test_interpolation_protocols_keep_targets_between_context_ends(name):
+    """Like the training samplers (targets drawn in [left, right]), these indices interpolate."""
+    for e in protocols.protocol_index(protocols.get_protocol(name)).values():
+        if e is not None:
+            assert e["context"][0] <= min(e["target"]) and max(e["target"]) <= e["context"][-1]

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import tiny_config
+from dp_helpers import tiny_config
 from data_pipelines import make_eval_iterator, make_train_iterator
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import camera_rows, small_scene, write_chunks
+from dp_helpers import camera_rows, small_scene, write_chunks
 from data_pipelines import datasets, load_scenes
 
 
@@ -34,7 +34,10 @@ def built(chunk_source, tmp_path_factory):
 
 
 def test_read_back_exact(built):
-    out, scenes, _ = built
+    out, scenes, builder = built
+    # Keys and frame counts are recorded at build time (no full scan needed to open a split).
+    assert builder.info.metadata["keys_test"] == [s["key"] for s in scenes]
+    assert builder.info.metadata["frames_test"] == [24, 24, 24]
     got = {s.key: s for s in load_scenes("re10k", "test", data_dir=str(out))}
     assert sorted(got) == sorted(s["key"] for s in scenes)
     for src in scenes:

@@ -135,3 +135,15 @@ def test_many_nonfinite_steps_stop_with_checkpoint_intact(tmp_path):
         train_and_evaluate(config, str(tmp_path), model=toy_model(config), data=toy_data())
     steps = sorted(int(s) for s in os.listdir(tmp_path / "checkpoints") if s.isdigit())
     assert steps == [2, 4]
+
+
+def test_bfloat16_compute_keeps_float32_params(tmp_path):
+    config = toy_config(total_steps=2, eval_every=100, checkpoint_every=100, precision="bfloat16")
+    seen = {}
+
+    def hook(step, state, metrics):
+        seen[step] = float(metrics["loss"])
+
+    out = train_and_evaluate(config, str(tmp_path), model=toy_model(config), data=toy_data(), hooks=[hook])
+    assert all(np.isfinite(v) for v in seen.values()) and len(seen) == 2
+    assert {x.dtype for x in jax.tree_util.tree_leaves(out["state"].params)} == {np.dtype("float32")}

@@ -20,7 +20,6 @@ def test_notebook_runs_headless(tmp_path, monkeypatch):
     nb = nbformat.read(str(NOTEBOOK), as_version=4)
     # An untrained model: point the optional checkpoint directory at nothing.
     monkeypatch.setenv("LOCOJAX_NOTEBOOK_WORKDIR", str(tmp_path / "no_run"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.time()
     client = nbclient.NotebookClient(nb, timeout=170, kernel_name="python3",

@@ -1,5 +1,5 @@
-"""Exact resume: a run SIGKILLed at an arbitrary step and rerun reaches bitwise the parameters of an
-uninterrupted run; SIGTERM saves a checkpoint and exits cleanly (then resumes exactly too)."""
+"""Exact resume: SIGTERM saves a checkpoint and exits cleanly; a run SIGKILLed at an arbitrary step
+and rerun reaches bitwise the parameters of an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -61,28 +61,25 @@ def reference(tmp_path_factory):
     return _params(wd)
 
 
-def test_sigkill_then_resume_is_bitwise_exact(reference, tmp_path):
-    kill_after = random.Random().randint(4, 7)  # arbitrary, possibly mid-(async)-checkpoint
-    rc, out = _start_and_signal(tmp_path, signal.SIGKILL, kill_after)
-    assert rc == -signal.SIGKILL, out
-    resumed = _run(tmp_path)
-    first = int([ln for ln in resumed.splitlines() if ln.startswith("STEP ")][0].split()[1])
-    assert first > 1, "the rerun must resume from a checkpoint, not start over"
-    got = _params(tmp_path)
-    assert got.keys() == reference.keys()
-    for k in reference:
-        np.testing.assert_array_equal(got[k], reference[k], err_msg=f"{k} (killed after {kill_after})")
-
-
-def test_sigterm_saves_and_exits_cleanly(reference, tmp_path):
-    rc, out = _start_and_signal(tmp_path, signal.SIGTERM, 3)
+def test_sigterm_then_sigkill_then_resume_is_bitwise_exact(reference, tmp_path):
+    # SIGTERM: a checkpoint at the current step and a clean exit.
+    rc, out = _start_and_signal(tmp_path, signal.SIGTERM, 2)
     assert rc == 0, out
     line = [ln for ln in out.splitlines() if ln.startswith("DONE")][-1]
     stopped_at = int(line.split()[1])
-    assert 3 <= stopped_at < 9 and "SIGTERM" in line
+    assert 2 <= stopped_at < 9 and "SIGTERM" in line, line
     steps = sorted(int(s) for s in os.listdir(tmp_path / "checkpoints") if s.isdigit())
     assert steps[-1] == stopped_at
+    # Resume, then SIGKILL at an arbitrary later step (possibly during an async checkpoint write).
+    kill_after = random.Random().randint(min(stopped_at + 2, 8), 8)
+    rc, out = _start_and_signal(tmp_path, signal.SIGKILL, kill_after)
+    assert rc == -signal.SIGKILL, out
+    first = int([ln for ln in out.splitlines() if ln.startswith("STEP ")][0].split()[1])
+    assert first == stopped_at + 1, "the rerun must resume from the SIGTERM checkpoint"
+    # Rerun to the end: bitwise the uninterrupted run's parameters.
     _run(tmp_path)
     got = _params(tmp_path)
+    assert got.keys() == reference.keys()
     for k in reference:
-        np.testing.assert_array_equal(got[k], reference[k], err_msg=k)
+        np.testing.assert_array_equal(got[k], reference[k], err_msg=f"{k} (SIGTERM at {stopped_at}, "
+                                                                    f"SIGKILL after {kill_after})")
