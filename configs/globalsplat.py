@@ -66,6 +66,10 @@ def model_config(config) -> ml_collections.ConfigDict:
         stage_ramp_steps=2_000,
         gate_tau=1.0,
         eval_full_capacity=True,   # evaluation (train=False) decodes the final stage
+        # "context": the model canonicalises the context cameras itself (eqs. 3-5) and returns the
+        # Gaussians in the input frame (works whether or not the data pipeline normalised the scene);
+        # "none": trust the data to be in GlobalSplat's canonical frame (the official setup).
+        normalize_scene="context",
         attention_impl="xla",      # "cudnn": fused flash attention on NVIDIA GPUs (bf16)
         dtype=config.get_ref("precision"),
         remat=config.get_ref("remat"),

@@ -45,15 +45,23 @@ def crop_window(height: int, width: int, params: AugmentParams) -> tuple[int, in
     return x0, y0, w, h
 
 
+def _mix(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """x @ m.T over the colour axis, elementwise (BLAS on [..., 3] operands is slow when the CPU
+    is oversubscribed)."""
+    r, g, b = x[..., 0], x[..., 1], x[..., 2]
+    return np.stack([m[i, 0] * r + m[i, 1] * g + m[i, 2] * b for i in range(m.shape[0])], axis=-1)
+
+
 def colour_jitter(images: np.ndarray, params: AugmentParams) -> np.ndarray:
     """float32 [..., H, W, 3] in [0, 1] -> jittered, same parameters for every image."""
-    x = images * params.brightness
-    gray_mean = (x @ _GRAY).mean(axis=(-1, -2), keepdims=True)[..., None]
-    x = np.clip((x - gray_mean) * params.contrast + gray_mean, 0, 1)
-    gray = (x @ _GRAY)[..., None]
-    x = np.clip(gray + (x - gray) * params.saturation, 0, 1)
+    x = images * np.float32(params.brightness)
+    gray = _mix(x, _GRAY[None])  # [..., H, W, 1]
+    gray_mean = gray.mean(axis=(-3, -2), keepdims=True)
+    x = np.clip((x - gray_mean) * np.float32(params.contrast) + gray_mean, 0, 1)
+    gray = _mix(x, _GRAY[None])
+    x = np.clip(gray + (x - gray) * np.float32(params.saturation), 0, 1)
     if params.hue:
         a = 2 * np.pi * params.hue
         rot = np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]], np.float32)
-        x = x @ (_YIQ_INV @ rot @ _YIQ).T
+        x = _mix(x, _YIQ_INV @ rot @ _YIQ)
     return np.clip(x, 0.0, 1.0).astype(np.float32)

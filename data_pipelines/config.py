@@ -29,8 +29,9 @@ def default_data_config() -> ml_collections.ConfigDict:
     c.eval_batch_size = FieldReference(None, field_type=int)   # per process; None = batch_size // processes
     c.augment = False                     # colour jitter + crop, shared across the views of a sample
     # Training only: crop each view to the largest rectangle centred on its principal point first
-    # (GlobalSplat's preprocessing). None -> on for sampler "globalsplat", off otherwise.
-    c.principal_point_crop = FieldReference(None, field_type=bool)
+    # (GlobalSplat's preprocessing; a no-op when cx = cy = 0.5, as in RE10K). Off by default: on the
+    # synthetic data (cx, cy = 0.5 +- 0.01) it would crop a few pixels and upsample back.
+    c.principal_point_crop = False
     # near/far overrides (None -> the dataset's, data_pipelines/datasets.py: synthetic 0.5/15,
     # re10k/acid/dl3dv 1/100, scannet 0.5/15).
     c.near = FieldReference(None, field_type=float)
@@ -42,7 +43,8 @@ def default_data_config() -> ml_collections.ConfigDict:
     c.synthetic_num_frames = 64
     c.synthetic_seed = 0
     c.build_workers = 2                   # processes rendering the synthetic dataset (<= 2)
-    c.prefetch = 2                        # batches prepared ahead by a background thread (0 = none)
+    c.prefetch = 2                        # batches prepared ahead in background threads (0 = none)
+    c.num_threads = 1                     # threads building batches concurrently (when prefetch > 0)
     return c
 
 

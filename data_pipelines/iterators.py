@@ -58,8 +58,7 @@ class TrainIterator:
         self.process_index, self.process_count = process_index, process_count
         self.image_shape = tuple(int(x) for x in data_value(config, "image_shape"))
         self.augment = bool(data_value(config, "augment"))
-        pp = data_value(config, "principal_point_crop")
-        self.principal_point_crop = (data_value(config, "sampler") == "globalsplat") if pp is None else bool(pp)
+        self.principal_point_crop = bool(data_value(config, "principal_point_crop"))
         self.near, self.far = datasets.near_far(self.dataset, config)
         self.sampler = make_sampler(
             data_value(config, "sampler"), dataset=self.dataset,
@@ -74,7 +73,10 @@ class TrainIterator:
         self.stats = {"skipped_too_short": 0}
         self._step = 0
         self._prefetch = int(data_value(config, "prefetch"))
-        self._pool = concurrent.futures.ThreadPoolExecutor(1) if self._prefetch > 0 else None
+        threads = max(1, int(data_value(config, "num_threads")))
+        # Batches are pure functions of the step, so several can be built concurrently (PIL and numpy
+        # release the GIL in decoding/resizing/array maths).
+        self._pool = concurrent.futures.ThreadPoolExecutor(threads) if self._prefetch > 0 else None
         self._pending: dict[int, concurrent.futures.Future] = {}
 
     # -- state ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ steps, max 16.38 m). Rendering runs in up to `num_workers` spawned processes (nu
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.process
 import dataclasses
 import multiprocessing
 
@@ -67,23 +68,29 @@ class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
         jobs = [(cfg.seed, split, i, cfg.height, cfg.width, cfg.num_frames, cfg.store_depth) for i in range(count)]
         keys, frames = [], []
         bar = tqdm.tqdm(total=count, desc=f"synthetic {cfg.name} {split}", unit="scene")
+        done = 0
         if self._num_workers > 1 and count > 1:
             # spawn, not fork: the parent has TensorFlow's threads running. An executor (unlike
-            # multiprocessing.Pool) raises BrokenProcessPool if a worker dies instead of hanging.
+            # multiprocessing.Pool) raises BrokenProcessPool if a worker dies instead of hanging;
+            # then (e.g. a __main__ read from stdin, which spawn cannot re-import) the remaining
+            # scenes are rendered in this process: the output is the same either way.
             ctx = multiprocessing.get_context("spawn")
-            with concurrent.futures.ProcessPoolExecutor(self._num_workers, mp_context=ctx) as pool:
-                for key, record in pool.map(encode_scene, jobs):
-                    keys.append(key)
-                    frames.append(len(record["images"]))
-                    bar.update(1)
-                    yield key, record
-        else:
-            for job in jobs:
-                key, record = encode_scene(job)
-                keys.append(key)
-                frames.append(len(record["images"]))
-                bar.update(1)
-                yield key, record
+            try:
+                with concurrent.futures.ProcessPoolExecutor(self._num_workers, mp_context=ctx) as pool:
+                    for key, record in pool.map(encode_scene, jobs):
+                        keys.append(key)
+                        frames.append(len(record["images"]))
+                        done += 1
+                        bar.update(1)
+                        yield key, record
+            except concurrent.futures.process.BrokenProcessPool as e:
+                tqdm.tqdm.write(f"synthetic build: worker processes failed ({e}); continuing in-process")
+        for job in jobs[done:]:
+            key, record = encode_scene(job)
+            keys.append(key)
+            frames.append(len(record["images"]))
+            bar.update(1)
+            yield key, record
         bar.close()
         self.info.metadata[f"keys_{split}"] = keys
         self.info.metadata[f"frames_{split}"] = frames

@@ -139,3 +139,41 @@ def canonical_points_to_world(points, norm: SceneNormalization) -> np.ndarray:
     frame = np.asarray(norm.frame_c2w, np.float64)
     pts = np.asarray(points, np.float64) * norm.scale
     return pts @ frame[:3, :3].T + frame[:3, 3]
+
+
+def globalsplat_frame_jax(c2w, eps: float = 1e-8):
+    """Batched, jittable eqs. 3-5: [..., V, 4, 4] c2w -> (frame_c2w [..., 4, 4], scale [...]).
+
+    Same construction as `globalsplat_normalize` (average camera, constellation diameter; scale 1 for
+    a degenerate constellation), for use inside a model when the data arrives un-normalised."""
+    import jax.numpy as jnp
+
+    def unit(v):
+        return v / (jnp.linalg.norm(v, axis=-1, keepdims=True) + eps)
+
+    centre = jnp.mean(c2w[..., :3, 3], axis=-2)
+    forward = unit(jnp.mean(c2w[..., :3, 2], axis=-2))
+    down = jnp.mean(c2w[..., :3, 1], axis=-2)
+    right = unit(jnp.cross(down, forward))
+    down = unit(jnp.cross(forward, right))
+    rot = jnp.stack([right, down, forward], axis=-1)
+    frame = jnp.zeros(c2w.shape[:-3] + (4, 4), c2w.dtype)
+    frame = frame.at[..., :3, :3].set(rot).at[..., :3, 3].set(centre).at[..., 3, 3].set(1.0)
+    centres = c2w[..., :3, 3]
+    diff = centres[..., :, None, :] - centres[..., None, :, :]
+    scale = jnp.sqrt(jnp.max(jnp.sum(diff * diff, axis=-1), axis=(-1, -2)))
+    scale = jnp.where(jnp.isfinite(scale) & (scale > 1e-12), scale, 1.0)
+    return frame, scale
+
+
+def to_frame_jax(c2w, frame_c2w, scale):
+    """[..., V, 4, 4] world c2w -> canonical: frame^-1 @ c2w, translations / scale."""
+    import jax.numpy as jnp
+
+    rot_t = jnp.swapaxes(frame_c2w[..., :3, :3], -1, -2)
+    r = jnp.einsum("...ij,...vjk->...vik", rot_t, c2w[..., :3, :3])
+    t = jnp.einsum("...ij,...vj->...vi", rot_t, c2w[..., :3, 3] - frame_c2w[..., None, :3, 3])
+    t = t / scale[..., None, None]
+    top = jnp.concatenate([r, t[..., None]], axis=-1)
+    bottom = jnp.broadcast_to(jnp.asarray([0.0, 0.0, 0.0, 1.0], c2w.dtype), top.shape[:-2] + (1, 4))
+    return jnp.concatenate([top, bottom], axis=-2)

@@ -85,7 +85,9 @@ def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width:
     total = ends[-1] if n > 0 else jnp.int32(0)
 
     p = jnp.arange(max_pairs, dtype=jnp.int32)
-    owner = jnp.searchsorted(ends, p, side="right").astype(jnp.int32)  # depth rank of pair p's Gaussian
+    # Depth rank of pair p's Gaussian = #{g : ends[g] <= p} (a searchsorted, done as scatter + cumsum,
+    # which is O(P) instead of O(P log N)).
+    owner = jnp.cumsum(jnp.zeros((max_pairs,), jnp.int32).at[ends].add(1, mode="drop"))
     owner_c = jnp.minimum(owner, max(n - 1, 0))
     local = p - (ends[owner_c] - per_gauss[owner_c])
     width_t = jnp.maximum(span[owner_c, 0], 1)
@@ -107,7 +109,14 @@ def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width:
     gauss_of_pair = jnp.where(pair_valid, order[owner_c] if n > 0 else 0, n)
 
     # Pairs are already in depth order, so a stable sort on the tile id is gsplat's (tile, depth) sort.
-    tile_sorted, gauss_sorted = jax.lax.sort((tile_of_pair, gauss_of_pair), num_keys=1, is_stable=True)
+    if (num_tiles + 1) * max_pairs < 2**31:
+        # One packed int32 key (tile, pair index): unique keys, so a plain sort is stable; ~5x faster
+        # on CPU than a two-operand stable sort.
+        key = jax.lax.sort(tile_of_pair * max_pairs + p)
+        tile_sorted = key // max_pairs
+        gauss_sorted = gauss_of_pair[key % max_pairs]
+    else:
+        tile_sorted, gauss_sorted = jax.lax.sort((tile_of_pair, gauss_of_pair), num_keys=1, is_stable=True)
     tiles = jnp.arange(num_tiles, dtype=jnp.int32)
     starts = jnp.searchsorted(tile_sorted, tiles, side="left").astype(jnp.int32)
     stops = jnp.searchsorted(tile_sorted, tiles, side="right").astype(jnp.int32)

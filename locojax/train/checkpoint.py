@@ -69,16 +69,6 @@ def restore(manager, step: int, abstract_state, shardings):
     return out["state"], out["data"]
 
 
-def best_step(manager) -> int | None:
-    """Step of the kept checkpoint with the highest eval PSNR (None when none has metrics)."""
-    best, best_psnr = None, -float("inf")
-    for info in getattr(manager, "_checkpoints", []) or []:
-        m = getattr(info, "metrics", None)
-        if m and "psnr" in m and m["psnr"] > best_psnr:
-            best, best_psnr = info.step, m["psnr"]
-    return best
-
-
 class StopSignal:
     """Turns SIGTERM (preemption, `kill`) into a flag the loop polls between steps, so that it can
     save a checkpoint and exit cleanly instead of dying mid-step."""

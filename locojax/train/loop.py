@@ -20,7 +20,7 @@ import numpy as np
 from locojax.models.registry import build_model
 from locojax.train import checkpoint as ckpt
 from locojax.train import sharding as shd
-from locojax.train.evaluate import Evaluator, format_table, summarize, write_results
+from locojax.train.evaluate import Evaluator, summarize, write_results
 from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save_png
 from locojax.train.optimizer import make_optimizer
 from locojax.train.run_dir import check_or_save_config, write_run_json

@@ -28,7 +28,7 @@ def test_train_batch_contract(synthetic_dir):
 
 
 def test_state_roundtrip_bit_identical(synthetic_dir):
-    cfg = tiny_config(synthetic_dir, sampler="globalsplat", augment=True, prefetch=2)
+    cfg = tiny_config(synthetic_dir, sampler="globalsplat", augment=True, prefetch=2, num_threads=2)
     it = make_train_iterator(cfg, 0, 1)
     for _ in range(3):
         next(it)

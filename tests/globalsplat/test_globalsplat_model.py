@@ -13,7 +13,7 @@ import pytest
 import configs
 from locojax.geometry.scene_normalization import canonical_points_to_world, globalsplat_normalize
 from locojax.models.globalsplat import build
-from locojax.models.globalsplat.rotation import rotation_6d_to_matrix
+from locojax.render import quat_to_rotmat as quat_to_matrix
 from locojax.types import Views
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
@@ -89,6 +89,21 @@ def test_similarity_invariance_through_canonical_frame(tiny_model):
     world_b = canonical_points_to_world(np.asarray(gb.means[0]), nb)
     np.testing.assert_allclose(world_b, scale * world_a @ q.T + sim[:3, 3], atol=2e-3 * scale)
     np.testing.assert_allclose(gb.scales * nb.scale, scale * ga.scales * na.scale, rtol=1e-3)
+    # un-normalised world cameras straight into predict (normalize_scene="context"): the model
+    # canonicalises them itself and returns Gaussians moved by exactly the same similarity
+    outs = []
+    for cams in (raw, moved):
+        views = Views(base.images, base.intrinsics, cams[None].astype(np.float32), base.near, base.far,
+                      base.index)
+        outs.append(predict(params, jax.tree_util.tree_map(jnp.asarray, views))[0])
+    wa, wb = outs
+    np.testing.assert_allclose(wb.means[0], scale * np.asarray(wa.means[0], np.float64) @ q.T + sim[:3, 3],
+                               atol=2e-3 * scale)
+    np.testing.assert_allclose(wb.scales, scale * np.asarray(wa.scales), rtol=1e-3)
+    np.testing.assert_allclose(wb.opacities, wa.opacities, atol=2e-4)
+    ra = np.asarray(quat_to_matrix(wa.quats[0]))
+    rb = np.asarray(quat_to_matrix(wb.quats[0]))
+    np.testing.assert_allclose(rb, q @ ra, atol=2e-3)
 
 
 def test_bfloat16_and_remat_switches_run():

@@ -74,7 +74,6 @@ def test_cli_rerun_resumes_and_other_config_refused(run):
 
 def test_cli_evaluate_exports_ply_that_renders_the_same(run):
     from locojax.io.ply import read_ply
-    from locojax.models.registry import build_model
     from locojax.render import rasterize
     from locojax.train.step import cast_floats
     from locojax.geometry.cameras import cameras_from_views

@@ -147,3 +147,13 @@ def test_bfloat16_compute_keeps_float32_params(tmp_path):
     out = train_and_evaluate(config, str(tmp_path), model=toy_model(config), data=toy_data(), hooks=[hook])
     assert all(np.isfinite(v) for v in seen.values()) and len(seen) == 2
     assert {x.dtype for x in jax.tree_util.tree_leaves(out["state"].params)} == {np.dtype("float32")}
+
+
+def test_paired_comparison_of_two_evaluations(toy_run, capsys):
+    from locojax.train.compare import print_paired_comparison
+
+    ev = os.path.join(toy_run["workdir"], "eval")
+    table = print_paired_comparison(os.path.join(ev, "synthetic_step0000000.json"),
+                                    os.path.join(ev, "synthetic_step0000006.json"))
+    psnr_row = [ln for ln in table.splitlines() if ln.startswith("psnr")][0]
+    assert " 3 " in psnr_row  # three paired scenes

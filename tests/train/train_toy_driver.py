@@ -24,7 +24,10 @@ from train_toy_setup import toy_config, toy_data, toy_model  # noqa: E402
 
 def main(argv):
     if os.environ.get("TOY_COORDINATOR"):  # multi-process test: one process per "host"
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        try:  # cross-process CPU collectives (the default in newer jax, an option in older ones)
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        except (AttributeError, KeyError, ValueError):
+            pass
         jax.distributed.initialize(coordinator_address=os.environ["TOY_COORDINATOR"],
                                    num_processes=int(os.environ["TOY_NUM_PROCESSES"]),
                                    process_id=int(os.environ["TOY_PROCESS_ID"]))

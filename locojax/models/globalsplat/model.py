@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from locojax.geometry.cameras import denormalize_intrinsics, c2w_to_w2c
+from locojax.geometry.scene_normalization import globalsplat_frame_jax, to_frame_jax
 from locojax.losses import globalsplat as gl
 from locojax.models.globalsplat import curriculum as cc
 from locojax.models.globalsplat.decoder import DecodedStage, decode_padded
@@ -39,6 +40,9 @@ class CurriculumConfig:
     enabled: bool = True                      # False: Table 5's "direct full-capacity prediction"
     gate_tau: float = 1.0
     eval_full_capacity: bool = True           # train=False decodes the final stage (official test)
+    # "context": canonicalise the context cameras inside predict (eqs. 3-5 on the context views) and
+    # map the Gaussians back to the input frame; "none": the data is already canonical (official).
+    normalize_scene: str = "context"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +72,27 @@ def to_gaussians(dec: DecodedStage) -> Gaussians:
         opacities=dec.opacities.reshape(b, n),
         sh=dec.sh.reshape(b, n, dec.sh.shape[-2], 3),
     )
+
+
+def _quat_multiply(a, b):
+    """Hamilton product of (w, x, y, z) quaternions."""
+    aw, ax, ay, az = jnp.moveaxis(a, -1, 0)
+    bw, bx, by, bz = jnp.moveaxis(b, -1, 0)
+    return jnp.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                      aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
+
+
+def gaussians_to_frame(g: Gaussians, frame_c2w, scale) -> Gaussians:
+    """Canonical-frame Gaussians [B, N] -> the frame `frame_c2w` [B, 4, 4] / `scale` [B] came from.
+
+    Means, scales and rotations are transformed exactly; SH coefficients are kept (not rotated), so
+    view-dependent colour (degree >= 1) is expressed in canonical-frame directions - exact for DC."""
+    from locojax.models.globalsplat.rotation import matrix_to_quaternion
+
+    rot = frame_c2w[:, :3, :3]
+    means = jnp.einsum("bij,bnj->bni", rot, g.means * scale[:, None, None]) + frame_c2w[:, None, :3, 3]
+    quats = _quat_multiply(matrix_to_quaternion(rot)[:, None, :], g.quats)
+    return g.replace(means=means, quats=quats, scales=g.scales * scale[:, None, None])
 
 
 class GlobalSplatModel:
@@ -124,6 +149,13 @@ class GlobalSplatModel:
 
     def predict(self, params, context: Views, *, step, train: bool, rng=None):
         stage, mix = self.stage_and_mix(step, train)
+        frame = None
+        if self.curriculum.normalize_scene == "context":
+            frame = globalsplat_frame_jax(context.c2w.astype(jnp.float32))
+            context = context.replace(c2w=to_frame_jax(context.c2w.astype(jnp.float32), *frame))
+        elif self.curriculum.normalize_scene != "none":
+            raise ValueError(f"config.model.normalize_scene={self.curriculum.normalize_scene!r}: "
+                             "expected 'context' or 'none'")
         use_subsets = train and self.loss_cfg.consistency
         if use_subsets:
             index = interleaved_subsets(context.index, jnp.asarray(step) % 2 == 1)
@@ -133,6 +165,9 @@ class GlobalSplatModel:
             views = context
         dec, cand = self.decode(params, views, stage, mix)
         gaussians = to_gaussians(dec)
+        if frame is not None:
+            reps = views.images.shape[0] // context.images.shape[0]
+            gaussians = gaussians_to_frame(gaussians, *(jnp.concatenate([f] * reps, 0) for f in frame))
         active = dec.active.reshape(dec.active.shape[0], -1)
         aux = {
             "stage": stage, "mix": mix,
