@@ -33,9 +33,7 @@ def main(argv=None) -> int:
     except NonFiniteError as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
-    if out["stopped"]:
-        print(out["stopped"])
-    elif out["eval"] is not None:
+    if not out["stopped"] and out["eval"] is not None:  # (a SIGTERM stop was already reported)
         print(f"done: step {out['step']}, held-out PSNR {out['eval']['psnr']:.2f}")
     return 0
 
