@@ -10,7 +10,10 @@ import jax.flatten_util
 from locojax.render import rasterize, rasterize_dense
 from locojax.types import Camera, Gaussians
 
-from tests.render.render_scenes import random_scene, to_jax
+try:  # pytest puts this directory on sys.path (no __init__.py here)
+    from render_scenes import random_scene, to_jax
+except ImportError:
+    from tests.render.render_scenes import random_scene, to_jax
 
 FIELDS = ("means", "quats", "scales", "opacities", "sh")
 

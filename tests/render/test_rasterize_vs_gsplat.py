@@ -12,7 +12,10 @@ pytest.importorskip("gsplat")
 from locojax.render import rasterize  # noqa: E402
 from locojax.render.torch_reference import isect_torch, project_torch, render_torch  # noqa: E402
 
-from tests.render.render_scenes import random_scene, to_jax  # noqa: E402
+try:  # pytest puts this directory on sys.path (no __init__.py here)
+    from render_scenes import random_scene, to_jax  # noqa: E402
+except ImportError:
+    from tests.render.render_scenes import random_scene, to_jax  # noqa: E402
 
 BACKGROUND = np.array([0.2, 0.5, 0.8], np.float32)
 LOSS_W = np.array([0.7, -0.4, 1.1], np.float32)
