@@ -4,8 +4,10 @@ Tests run on CPU. Multi-device (sharding) tests spawn subprocesses with
 XLA_FLAGS=--xla_force_host_platform_device_count=8 so that the rest of the suite keeps one device.
 """
 
+import hashlib
 import os
 import pathlib
+import tempfile
 
 import pytest
 
@@ -14,6 +16,15 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# One persistent XLA compilation cache per checkout, inherited by the subprocess tests (resume,
+# SIGKILL, multi-process, 8-device): they compile the same train steps as the in-process tests, and
+# on a 2-core CI machine XLA compiles dominate the suite's time. Keys include the full HLO, so a code
+# change can never be served a stale executable.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    os.path.join(tempfile.gettempdir(), "locojax-test-xla-cache-" + hashlib.sha1(str(REPO_ROOT).encode()).hexdigest()[:12]),
+)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "2")
 
 
 @pytest.fixture(scope="session")
