@@ -56,6 +56,7 @@ def model_config(config) -> ml_collections.ConfigDict:
         sh_degree=3,
         mean_offset=(0.0, 0.0, 1.5),
         log_scale_offset=-2.0,
+        scale_max=0.05,            # s_max of eq. 46 (canonical units); clamp at s_max * e^2
         opacity_offset=-5.0,
         single_stream=False,       # Table 5 "single-stream"
         camera_code=True,          # False: Table 5 "Plücker only"

@@ -8,7 +8,9 @@ noise) at size x size. References: torch `lpips.LPIPS(net="vgg")` (weights from 
 locojax.metrics.torch_reference) and scikit-image `structural_similarity` called per image as
 pixelSplat does. Reports the best and median of `repeats` interleaved warm runs (first call, i.e.
 compile, separately) and the targets of issue 4: jax LPIPS forward <= 0.8x torch, jax
-forward+backward <= 3x jax forward. The machine's load average is printed: on a shared CPU the
+forward+backward <= 3x jax forward. `lpips_fwd_jax` is the default path ("auto": on CPU a lax.map over
+pairs with Winograd convs in VGG blocks 3-5); `lpips_fwd_jax_xla_batched` is the reference path
+(lax.conv everywhere, one batched pass) for comparison. The machine's load average is printed: on a shared CPU the
 numbers are noisy.
 """
 
@@ -53,7 +55,7 @@ def _inputs(batch, size, seed=0):
     return pred, target
 
 
-def run(batch=8, size=256, repeats=3, with_torch=True, with_skimage=True):
+def run(batch=8, size=256, repeats=3, with_torch=True, with_skimage=True, torch_threads=None):
     import jax
     import jax.numpy as jnp
 
@@ -70,7 +72,10 @@ def run(batch=8, size=256, repeats=3, with_torch=True, with_skimage=True):
     ssim_fwd = jax.jit(metrics.ssim)
     ssim_fb = jax.jit(jax.value_and_grad(lambda x, y: jnp.mean(metrics.ssim(x, y))))
 
+    # The reference conv path (lax.conv everywhere, one batched pass): what "auto" improves on, on CPU.
+    lpips_fwd_xla = jax.jit(lambda p, x, y: metrics.lpips_with_params(p, x, y, conv_impl="xla", pairs_per_step=batch))
     cases["lpips_fwd_jax"] = lambda: lpips_fwd(params, pred, target).block_until_ready()
+    cases["lpips_fwd_jax_xla_batched"] = lambda: lpips_fwd_xla(params, pred, target).block_until_ready()
     cases["lpips_fwdbwd_jax"] = lambda: jax.block_until_ready(lpips_fb(params, pred, target))
     cases["ssim_fwd_jax"] = lambda: ssim_fwd(pred, target).block_until_ready()
     cases["ssim_fwdbwd_jax"] = lambda: jax.block_until_ready(ssim_fb(pred, target))
@@ -79,6 +84,8 @@ def run(batch=8, size=256, repeats=3, with_torch=True, with_skimage=True):
         from locojax.metrics.torch_reference import build_torch_lpips_vgg, torch_lpips
 
         model, torch = build_torch_lpips_vgg()
+        if torch_threads:  # e.g. 1 when the process is pinned to one core (taskset -c 1)
+            torch.set_num_threads(torch_threads)
         cases["lpips_fwd_torch"] = lambda: torch_lpips(model, pred_np, target_np)
 
         def torch_fb():
@@ -132,9 +139,9 @@ def format_result(res) -> str:
     lines = [f"metrics benchmark: {res['batch']} images {res['size']}x{res['size']}, jax {res['jax']} "
              f"({res['backend']}), {res['cpu_count']} CPUs, 1-min load avg {res['loadavg_1min_start']:.1f} -> "
              f"{res['loadavg_1min_end']:.1f} (shared CPU: noisy)",
-             f"{'case':<22}{'first (s)':>11}{'best (s)':>10}{'median (s)':>12}"]
+             f"{'case':<26}{'first (s)':>11}{'best (s)':>10}{'median (s)':>12}"]
     for k, v in res["timings"].items():
-        lines.append(f"{k:<22}{v['first_s']:>11.3f}{v['best_s']:>10.3f}{v['median_s']:>12.3f}")
+        lines.append(f"{k:<26}{v['first_s']:>11.3f}{v['best_s']:>10.3f}{v['median_s']:>12.3f}")
     lines += [f"{k}: {v:.3f}" for k, v in res["ratios"].items()]
     lines += [f"{k}: {v}" for k, v in res["checks"].items()]
     lines += [f"target {k}: {'MET' if v else 'NOT MET'}" for k, v in res["targets_met"].items()]
@@ -148,9 +155,10 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-torch", action="store_true", help="skip the torch lpips reference")
     parser.add_argument("--no-skimage", action="store_true", help="skip the scikit-image SSIM reference")
+    parser.add_argument("--torch-threads", type=int, help="torch.set_num_threads (default: torch's own choice)")
     parser.add_argument("--json", help="also write the result as JSON here")
     args = parser.parse_args(argv)
-    res = run(args.batch, args.size, args.repeats, not args.no_torch, not args.no_skimage)
+    res = run(args.batch, args.size, args.repeats, not args.no_torch, not args.no_skimage, args.torch_threads)
     print(format_result(res))
     if args.json:
         with open(args.json, "w") as f:

@@ -4,7 +4,8 @@ Public API
 ----------
     out = rasterize(gaussians, camera, *, width, height, sh_degree, background=None,
                     near=0.01, far=1e10, eps2d=0.3,
-                    tile_size=16, max_pairs=None, tile_capacity=None, chunk=16)   # one camera
+                    tile_size=16, max_pairs=None, tile_capacity=None, chunk=16,
+                    subtile_size=None)                                          # one camera
     out = rasterize_batch(gaussians[S], cameras[S, V], ...)                      # RenderOutput[S, V]
     out.rgb [H, W, 3], out.depth [H, W, 1] ("ED": sum w z / alpha), out.alpha [H, W, 1],
     out.overflow [] int32 (Gaussian-tile pairs dropped), out.num_invalid [] int32.
@@ -24,13 +25,16 @@ each replaceable on its own (e.g. by a Pallas kernel):
   1. `project_gaussians` (projection.py, sh.py): world -> screen-space means, conics, depths,
      opacities, colours, radii. Plain jnp; gradients by autodiff.
   2. `bin_gaussians` (binning.py): depth-ordered Gaussian-tile pairs in a static buffer of
-     `max_pairs` (default max(16384, 8 N) per image), stable-sorted by tile; each tile keeps its
-     nearest `tile_capacity` (default 4096). Dropped pairs are the farthest and are counted in
-     `overflow`. Not differentiable (index data only), as in gsplat.
-  3. `composite_tiles` (composite.py): front-to-back blending of all tiles of all images at once,
-     `chunk` Gaussians per tile per step, with early exit when every tile is done; a custom VJP
-     re-walks the lists front to back with the closed-form blending gradient, so backward memory is
-     O(images x pixels + N), never pixels x Gaussians.
+     `max_pairs` (default max(16384, min(8 N, 2 x tiles x tile_capacity)) per image), stable-sorted
+     by tile; each tile keeps its nearest `tile_capacity` (default 4096). Dropped pairs are the
+     farthest and are counted in `overflow`. Each tile's list is then split into the lists of its
+     `subtile_size` sub-tiles (default 8 x 8 where 8 divides tile_size) by an exact
+     Gaussian-rectangle test, without a second sort. Not differentiable (index data only), as in
+     gsplat.
+  3. `composite_tiles` (composite.py): front-to-back blending of all (sub-)tiles of all images at
+     once, `chunk` Gaussians per tile per step, with early exit when every tile of a block is done;
+     a custom VJP re-walks the lists front to back with the closed-form blending gradient, so
+     backward memory is O(images x pixels + N + pairs), never pixels x Gaussians.
 `rasterize_dense` (dense.py) is the O(pixels x N) pure-jnp reference with the same semantics.
 
 jit and vmap: everything is static-shaped. `rasterize_batch` renders S x V images in one compositing

@@ -15,14 +15,21 @@ from locojax.render.validate import check_inputs
 from locojax.types import Camera, Gaussians, RenderOutput
 
 DEFAULT_TILE_SIZE = 16
+# Compositing tile (`subtile_size=None`: this where it divides tile_size): each 16 x 16 binning tile
+# is composited as four 8 x 8 sub-tiles with their own (exactly filtered) lists, which evaluates
+# ~40% fewer (Gaussian, pixel) pairs on the benchmark scenes, while sorting only 16 x 16 tile pairs.
+DEFAULT_SUBTILE_SIZE = 8
 DEFAULT_CHUNK = 16
 DEFAULT_TILE_CAPACITY = 4096
 
 
-def default_max_pairs(num_gaussians: int) -> int:
-    """Pair-buffer capacity: 8 tiles per Gaussian on average (trained and feed-forward scenes at
-    256x256 use ~1-6), at least 16384."""
-    return max(16384, 8 * num_gaussians)
+def default_max_pairs(num_gaussians: int, num_tiles: int = 2**31, tile_capacity: int = DEFAULT_TILE_CAPACITY) -> int:
+    """Pair-buffer capacity per image: 8 tiles per Gaussian on average (trained and feed-forward
+    scenes at 256x256 use ~1-6), at least 16384, and at most twice what the per-tile windows can
+    hold (2 x tiles x tile_capacity; 2M at 256x256): pairs beyond that would mostly be cut by the
+    tile windows anyway, and binning time and memory grow with the buffer (1.6M Gaussians: 12.6M
+    -> 2.1M entries)."""
+    return max(16384, min(8 * num_gaussians, 2 * num_tiles * tile_capacity))
 
 
 def _pad_empty(g: Gaussians) -> Gaussians:
@@ -36,7 +43,7 @@ def _pad_empty(g: Gaussians) -> Gaussians:
 
 
 def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, height, sh_degree, near,
-                   far, eps2d, tile_size, max_pairs, tile_capacity, chunk):
+                   far, eps2d, tile_size, max_pairs, tile_capacity, chunk, subtile_size):
     """Render S scenes x V cameras: gaussians [S, N, ...], cameras [S, V, ...], background None or
     [S, V, 3] -> RenderOutput [S, V, ...].
 
@@ -53,27 +60,42 @@ def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, 
 
     proj = jax.vmap(project_scene)(gaussians, cameras)  # fields [S, V, N, ...]
     proj = jax.tree_util.tree_map(lambda x: x.reshape((num_images,) + x.shape[2:]), proj)
-    bins = jax.vmap(lambda m, r, d, c, o: bin_gaussians(
-        m, r, d, c, o, width=width, height=height, tile_size=tile_size, max_pairs=max_pairs,
-        tile_capacity=tile_capacity))(proj.means2d, proj.radii, proj.depths, proj.conics, proj.opacities)
+    def bin_image(m, r, d, c, o):
+        return bin_gaussians(m, r, d, c, o, width=width, height=height, tile_size=tile_size,
+                             max_pairs=max_pairs, tile_capacity=tile_capacity, sub_size=subtile_size)
+
+    fields = (proj.means2d, proj.radii, proj.depths, proj.conics, proj.opacities)
+    if num_images == 1:  # vmap of the sorts, gathers and scatters over one image only costs
+        bins = jax.tree_util.tree_map(lambda x: x[None], bin_image(*(f[0] for f in fields)))
+    else:
+        bins = jax.vmap(bin_image)(*fields)
     table = jnp.concatenate([proj.means2d, proj.conics, proj.opacities[..., None], proj.colors,
                              proj.depths[..., None]], axis=-1)  # [I, N, 10]
     table = jnp.where(jnp.all(proj.radii > 0, -1)[..., None], table, 0.0)  # culled: opacity 0
     table = table.reshape(num_images * n, -1)
     table = jnp.concatenate([table, jnp.zeros((1, table.shape[1]), table.dtype)], axis=0)
     sentinel = num_images * n
-    ids = bins.gaussian_ids + (jnp.arange(num_images, dtype=jnp.int32) * n)[:, None, None]
-    ids = jnp.where(bins.gaussian_ids >= n, sentinel, ids)
-    rows = ids.reshape(-1, tile_capacity)
-    limits = jnp.minimum(bins.counts, tile_capacity).reshape(-1)
-    rgb, zacc, t_final = composite_tiles(table, rows, limits, tile_size, width, height, chunk)
+    entries = bins.ids.shape[1]  # per image
+    ids = bins.ids + (jnp.arange(num_images, dtype=jnp.int32) * n)[:, None]
+    ids = jnp.where(bins.ids >= n, sentinel, ids).reshape(-1)
+    starts = (bins.starts + (jnp.arange(num_images, dtype=jnp.int32) * entries)[:, None]).reshape(-1)
+    limits = bins.counts.reshape(-1)
 
     tiles_x, tiles_y = tile_grid(width, height, tile_size)
+    s_per = tile_size // subtile_size  # sub-tiles per tile side
+    t = jnp.arange(tiles_x * tiles_y, dtype=jnp.int32)[:, None]
+    jy, jx = jnp.divmod(jnp.arange(s_per * s_per, dtype=jnp.int32)[None, :], s_per)
+    origins = jnp.stack([(t % tiles_x) * tile_size + jx * subtile_size,
+                         (t // tiles_x) * tile_size + jy * subtile_size], -1).reshape(-1, 2)
+    origins = jnp.tile(origins, (num_images, 1))
+    rgbz, t_final = composite_tiles(table, ids, starts, limits, origins, subtile_size, width, height, chunk)
+    rgb, zacc = jnp.moveaxis(rgbz[:3], 0, -1), rgbz[3]
 
-    def to_image(x):  # [I*T, P, ...] -> [S, V, H, W, ...]
+    def to_image(x):  # [I*T*s*s, sub*sub, ...] -> [S, V, H, W, ...]
         tail = x.shape[2:]
-        x = x.reshape((num_images, tiles_y, tiles_x, tile_size, tile_size) + tail)
-        x = jnp.moveaxis(x, 3, 2).reshape((s, v, tiles_y * tile_size, tiles_x * tile_size) + tail)
+        x = x.reshape((num_images, tiles_y, tiles_x, s_per, s_per, subtile_size, subtile_size) + tail)
+        x = jnp.transpose(x, (0, 1, 3, 5, 2, 4, 6) + tuple(range(7, 7 + len(tail))))
+        x = x.reshape((s, v, tiles_y * tile_size, tiles_x * tile_size) + tail)
         return x[:, :, :height, :width]
 
     bg = None if background is None else background[:, :, None, None, :]
@@ -82,23 +104,32 @@ def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, 
                          jnp.broadcast_to(proj.num_invalid.reshape(s, v), (s, v)))
 
 
-def _options(n, tile_size, max_pairs, tile_capacity, chunk):
-    max_pairs = default_max_pairs(n) if max_pairs is None else int(max_pairs)
+def _options(n, width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size):
+    tiles_x, tiles_y = tile_grid(width, height, max(int(tile_size), 1))
+    cap = DEFAULT_TILE_CAPACITY if tile_capacity is None else max(int(tile_capacity), 1)
+    max_pairs = default_max_pairs(n, tiles_x * tiles_y, cap) if max_pairs is None else int(max_pairs)
+    if subtile_size is None:  # default: 8 x 8 sub-tiles where they divide the tile
+        subtile_size = DEFAULT_SUBTILE_SIZE if tile_size % DEFAULT_SUBTILE_SIZE == 0 else tile_size
+    subtile_size = int(subtile_size)
+    if subtile_size < 1 or tile_size % subtile_size:
+        raise ValueError(f"subtile_size must divide tile_size={tile_size}, got {subtile_size}")
     tile_capacity = min(DEFAULT_TILE_CAPACITY if tile_capacity is None else int(tile_capacity), max_pairs)
     chunk = min(int(chunk), tile_capacity)
     if tile_size < 1 or max_pairs < 1 or tile_capacity < 1 or chunk < 1:
         raise ValueError("tile_size, max_pairs, tile_capacity and chunk must be positive")
-    return dict(tile_size=int(tile_size), max_pairs=max_pairs, tile_capacity=tile_capacity, chunk=chunk)
+    return dict(tile_size=int(tile_size), max_pairs=max_pairs, tile_capacity=tile_capacity, chunk=chunk,
+                subtile_size=subtile_size)
 
 
 def rasterize(gaussians: Gaussians, camera: Camera, *, width: int, height: int, sh_degree: int,
               background: Optional[jax.Array] = None, near: float = 0.01, far: float = 1e10,
               eps2d: float = 0.3, tile_size: int = DEFAULT_TILE_SIZE, max_pairs: Optional[int] = None,
-              tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK) -> RenderOutput:
+              tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK,
+              subtile_size: Optional[int] = None) -> RenderOutput:
     """Render one camera. See `locojax.render` for semantics and capacities."""
     check_inputs(gaussians, camera, sh_degree=sh_degree, background=background, batch_dims=0)
     g = _pad_empty(gaussians)
-    opts = _options(g.means.shape[0], tile_size, max_pairs, tile_capacity, chunk)
+    opts = _options(g.means.shape[0], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size)
     add2 = lambda x: x[None, None]
     bg = None if background is None else add2(jnp.asarray(background))
     out = _render_images(jax.tree_util.tree_map(lambda x: x[None], g), jax.tree_util.tree_map(add2, camera),
@@ -110,7 +141,8 @@ def rasterize(gaussians: Gaussians, camera: Camera, *, width: int, height: int, 
 def rasterize_batch(gaussians: Gaussians, cameras: Camera, *, width: int, height: int, sh_degree: int,
                     background: Optional[jax.Array] = None, near: float = 0.01, far: float = 1e10,
                     eps2d: float = 0.3, tile_size: int = DEFAULT_TILE_SIZE, max_pairs: Optional[int] = None,
-                    tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK) -> RenderOutput:
+                    tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK,
+                    subtile_size: Optional[int] = None) -> RenderOutput:
     """Render S scenes x V cameras: gaussians [S, N, ...], cameras [S, V, ...] -> RenderOutput [S, V, ...].
 
     `background` is [3] or [S, V, 3]. Capacities apply per image.
@@ -128,6 +160,6 @@ def rasterize_batch(gaussians: Gaussians, cameras: Camera, *, width: int, height
             raise ValueError(f"background must have shape [3] or [S={s}, V={v}, 3], got {background.shape}")
         background = jnp.broadcast_to(background, (s, v, 3))
     g = _pad_empty(gaussians)
-    opts = _options(g.means.shape[1], tile_size, max_pairs, tile_capacity, chunk)
+    opts = _options(g.means.shape[1], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size)
     return _render_images(g, cameras, background, width=width, height=height, sh_degree=sh_degree,
                           near=near, far=far, eps2d=eps2d, **opts)

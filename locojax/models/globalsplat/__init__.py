@@ -76,7 +76,8 @@ def curriculum_config_from(model_cfg) -> CurriculumConfig:
     return CurriculumConfig(final_stage=final, boundaries=bounds, ramp_steps=int(model_cfg.stage_ramp_steps),
                             enabled=bool(model_cfg.curriculum), gate_tau=float(model_cfg.gate_tau),
                             eval_full_capacity=bool(model_cfg.eval_full_capacity),
-                            normalize_scene=str(model_cfg.get("normalize_scene", "context")))
+                            normalize_scene=str(model_cfg.get("normalize_scene", "context")),
+                            scale_max=float(model_cfg.get("scale_max", 0.05)))
 
 
 def loss_config_from(loss_cfg) -> LossConfig:

@@ -95,18 +95,18 @@ class CandidateHeads(nn.Module):
         )
 
 
-def decoder_regularizer_terms(cand: Candidates) -> dict:
-    """Eqs. 46-48 on all candidates: scale (log s_max = log 0.05), rotation residual, SH soft-cap."""
+def decoder_regularizer_terms(cand: Candidates, scale_max: float = SCALE_MAX) -> dict:
+    """Eqs. 46-48 on all candidates: scale (log s_max, official 0.05), rotation residual, SH soft-cap."""
     return dict(
-        scale=gl.scale_regularizer(cand.log_scale, math.log(SCALE_MAX)),
+        scale=gl.scale_regularizer(cand.log_scale, math.log(scale_max)),
         rotation=gl.rotation_regularizer(cand.rot6),
         sh=gl.sh_softcap_regularizer(cand.sh),
     )
 
 
-def official_regularizer(cand: Candidates):
+def official_regularizer(cand: Candidates, scale_max: float = SCALE_MAX):
     """The scalar `reg` the official decoder returns: 1e-2 (scale + rotation + SH)."""
-    t = decoder_regularizer_terms(cand)
+    t = decoder_regularizer_terms(cand, scale_max)
     return 1e-2 * (t["scale"] + t["rotation"] + t["sh"])
 
 
@@ -115,8 +115,11 @@ def _normalise(v, eps: float = 1e-8):
 
 
 def decode_stage(cand: Candidates, stage: int, mix, *, gate_tau: float = 1.0,
-                 mean_offset=(0.0, 0.0, 1.5)) -> DecodedStage:
-    """Stage `stage` (static) with transition coefficient `mix` (traced): [B, P, 2^stage, ...]."""
+                 mean_offset=(0.0, 0.0, 1.5), scale_max: float = SCALE_MAX) -> DecodedStage:
+    """Stage `stage` (static) with transition coefficient `mix` (traced): [B, P, 2^stage, ...].
+
+    `scale_max` is s_max of eq. 46 in canonical units (official 0.05); the clamp keeps the official
+    margin of e^2 above it."""
     m = cand.pos.shape[2]
     g = 1 << stage
     if g > m:
@@ -132,7 +135,7 @@ def decode_stage(cand: Candidates, stage: int, mix, *, gate_tau: float = 1.0,
         prev = cc.weighted_reduce(x, w_prev)
         return (1.0 - mix) * cc.split_plain(prev) + mix * curr
 
-    log_s_full = jnp.clip(cand.log_scale, math.log(SCALE_MIN) - 1.0, math.log(SCALE_MAX) + 2.0)
+    log_s_full = jnp.clip(cand.log_scale, math.log(SCALE_MIN) - 1.0, math.log(scale_max) + 2.0)
     log_s = cc.merge_log_scales(log_s_full, w_curr)  # eq. 30
     op_full = jnp.clip(cand.opacity - (1.0 - mix) * math.log(2.0), -13.0, 6.0)
     op = cc.merge_opacity_logits(op_full, w_curr)  # eqs. 32-33

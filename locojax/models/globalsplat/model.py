@@ -13,6 +13,7 @@ targets with the trainer's render function and forms eq. 49. Without it, predict
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable, Mapping, Optional
 
 import jax
@@ -43,6 +44,9 @@ class CurriculumConfig:
     # "context": canonicalise the context cameras inside predict (eqs. 3-5 on the context views) and
     # map the Gaussians back to the input frame; "none": the data is already canonical (official).
     normalize_scene: str = "context"
+    # s_max of eq. 46 in canonical units (official 0.05, tuned for 16K Gaussians per scene); a model
+    # with far fewer Gaussians needs larger splats to cover the views.
+    scale_max: float = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +148,8 @@ class GlobalSplatModel:
         cand = self.net.apply({"params": self.net_params(params)}, context.images, context.c2w,
                               context.intrinsics)
         dec = decode_padded(cand, stage, mix, self.curriculum.final_stage,
-                            gate_tau=self.curriculum.gate_tau, mean_offset=self.mean_offset)
+                            gate_tau=self.curriculum.gate_tau, mean_offset=self.mean_offset,
+                            scale_max=self.curriculum.scale_max)
         return dec, cand
 
     def predict(self, params, context: Views, *, step, train: bool, rng=None):
@@ -173,7 +178,7 @@ class GlobalSplatModel:
             "stage": stage, "mix": mix,
             "active": active,
             "num_active_gaussians": jnp.sum(active, axis=1).astype(jnp.int32),
-            "reg_scale": gl.scale_regularizer(cand.log_scale),
+            "reg_scale": gl.scale_regularizer(cand.log_scale, math.log(self.curriculum.scale_max)),
             "reg_rotation": gl.rotation_regularizer(cand.rot6),
             "reg_sh": gl.sh_softcap_regularizer(cand.sh),
         }
