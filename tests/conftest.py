@@ -30,3 +30,13 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "2")
 @pytest.fixture(scope="session")
 def fixtures_dir() -> pathlib.Path:
     return FIXTURES
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "long_running: a test of several minutes; scheduled first")
+
+
+def pytest_collection_modifyitems(config, items):
+    # Long tests first: with pytest-xdist they then overlap the rest of the suite on the other
+    # worker instead of extending the run at its end (stable sort keeps the order otherwise).
+    items.sort(key=lambda item: 0 if item.get_closest_marker("long_running") else 1)

@@ -1,11 +1,25 @@
 """globalsplat_16k's full-size training step (84.3M parameters, 16,384 Gaussians, 13 + 12 views at
-256x256) traces and lowers from shapes alone (nothing allocated). XLA's CPU compile of it takes
-longer than the CI budget on a 2-core machine, so compiling + memory analysis runs only when
-LOCOJAX_TEST_COMPILE_FULL=1 (and in `python -m experiments.benchmark train_step`)."""
+256x256, batch 1 per device).
+
+1. It traces and lowers from shapes alone (nothing allocated): parameter count = the official model,
+   optimizer state, and a real forward + backward in XLA's cost analysis.
+2. It compiles ahead of time and XLA's memory analysis is checked. The compile runs in a subprocess
+   (`python -m experiments.benchmark train_step --steps=0`) with LLVM's expensive passes off
+   (`--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true`): buffer assignment,
+   hence the memory analysis, is decided on the HLO before LLVM runs, and the default LLVM pipeline
+   roughly doubles the ~8-minute single-core compile. Running the step itself needs ~51 GB of host
+   memory (the analysis below), more than the 24 GB CI machine has.
+
+Marked `long_running`: `tests/conftest.py` schedules it first so that it overlaps the rest of the
+suite on the other xdist worker.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -13,6 +27,7 @@ import configs
 from locojax.train import aot
 
 OFFICIAL_16K_PARAMS = 84_321_120  # tests/fixtures/globalsplat/README.md (official state_dict)
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +47,24 @@ def test_globalsplat_16k_step_lowers_at_full_size(lowered_16k):
     assert info.get("flops", 1e13) > 1e12  # a real forward + backward at 256x256, not a stub
 
 
-@pytest.mark.skipif(os.environ.get("LOCOJAX_TEST_COMPILE_FULL") != "1",
-                    reason="XLA CPU compile of the full-size step exceeds the CI budget; "
-                           "set LOCOJAX_TEST_COMPILE_FULL=1")
-def test_globalsplat_16k_step_compiles_and_fits(lowered_16k):
-    lowered, info = lowered_16k
-    mem = lowered.compile().memory_analysis()
-    assert mem.argument_size_in_bytes >= info["state_bytes"]
-    assert mem.argument_size_in_bytes + mem.temp_size_in_bytes < 128 * 2**30
+@pytest.mark.long_running
+def test_globalsplat_16k_step_compiles_ahead_of_time(tmp_path):
+    out = tmp_path / "train_step.json"
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
+                        " --xla_llvm_disable_expensive_passes=true").strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    cmd = [sys.executable, "-m", "experiments.benchmark", "train_step", "--config=globalsplat_16k",
+           "--config.batch_size=1", "--steps=0", f"--json={out}"]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=2400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    info = json.loads(out.read_text())
+    assert info["num_params"] == OFFICIAL_16K_PARAMS and info["num_gaussians"] == 16_384
+    # The donated state (params, AdamW moments, LPIPS weights) and the batch are the arguments.
+    batch_bytes = 4 * (13 + 12) * 256 * 256 * 3
+    assert info["argument_size_in_bytes"] >= info["state_bytes"] + batch_bytes
+    # Activations of a 13 + 12-view step at 256^2: several GB, but bounded (O(pixels + N) renderer,
+    # no pixels x Gaussians buffers: those alone would be 12 x 65,536 x 16,384 x 4 B = 51 GB per array).
+    assert 2**30 < info["temp_size_in_bytes"] < 96 * 2**30
+    print(f"16k step: compile {info['compile_seconds']:.0f} s, arguments "
+          f"{info['argument_size_in_bytes'] / 2**30:.2f} GiB, temp {info['temp_size_in_bytes'] / 2**30:.1f} GiB")
