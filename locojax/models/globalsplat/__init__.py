@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from locojax.models.globalsplat.decoder import SCALE_MAX
 from locojax.models.globalsplat.model import CurriculumConfig, GlobalSplatModel, LossConfig
 from locojax.models.globalsplat.network import NetConfig
 
@@ -77,7 +78,7 @@ def curriculum_config_from(model_cfg) -> CurriculumConfig:
                             enabled=bool(model_cfg.curriculum), gate_tau=float(model_cfg.gate_tau),
                             eval_full_capacity=bool(model_cfg.eval_full_capacity),
                             normalize_scene=str(model_cfg.get("normalize_scene", "context")),
-                            scale_max=float(model_cfg.get("scale_max", 0.05)))
+                            scale_max=float(model_cfg.get("scale_max", SCALE_MAX)))
 
 
 def loss_config_from(loss_cfg) -> LossConfig:

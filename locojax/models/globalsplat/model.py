@@ -23,7 +23,7 @@ from locojax.geometry.cameras import denormalize_intrinsics, c2w_to_w2c
 from locojax.geometry.scene_normalization import globalsplat_frame_jax, to_frame_jax
 from locojax.losses import globalsplat as gl
 from locojax.models.globalsplat import curriculum as cc
-from locojax.models.globalsplat.decoder import DecodedStage, decode_padded
+from locojax.models.globalsplat.decoder import SCALE_MAX, DecodedStage, decode_padded
 from locojax.models.globalsplat.network import GlobalSplatNet, NetConfig
 from locojax.models.globalsplat.rotation import rotation_6d_to_quaternion
 from locojax.models.globalsplat.subsets import gather_views, interleaved_subsets
@@ -46,7 +46,7 @@ class CurriculumConfig:
     normalize_scene: str = "context"
     # s_max of eq. 46 in canonical units (official 0.05, tuned for 16K Gaussians per scene); a model
     # with far fewer Gaussians needs larger splats to cover the views.
-    scale_max: float = 0.05
+    scale_max: float = SCALE_MAX
 
 
 @dataclasses.dataclass(frozen=True)
