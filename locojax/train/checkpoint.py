@@ -71,7 +71,8 @@ def restore(manager, step: int, abstract_state, shardings):
 
 class StopSignal:
     """Turns SIGTERM (preemption, `kill`) into a flag the loop polls between steps, so that it can
-    save a checkpoint and exit cleanly instead of dying mid-step."""
+    save a checkpoint and exit cleanly instead of dying mid-step. The flag is per process; in a
+    multi-process run the loop OR-s it over processes every step (`sharding.any_process`)."""
 
     def __init__(self, signals=(signal.SIGTERM,)):
         self._event = threading.Event()

@@ -3,8 +3,9 @@
 Order of events: build model and data, restore the latest checkpoint (or initialise), evaluate on
 held-out scenes before the first step, then train; log every `log_every`, evaluate (and checkpoint,
 with the PSNR used to keep the best) every `eval_every` and after the last step, checkpoint every
-`checkpoint_every`. SIGTERM: save and return. Too many consecutive non-finite steps: stop with the
-last checkpoints intact (NonFiniteError).
+`checkpoint_every`. SIGTERM (to any one process of a multi-process run): every process saves
+the same step and returns. Too many consecutive non-finite steps: stop with the last checkpoints
+intact (NonFiniteError).
 """
 
 from __future__ import annotations
@@ -231,7 +232,19 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
                     t_last, steps_since = time.time(), 0  # steps/s measures training only
                 elif done % ckpt_every == 0:
                     save(done)
-                if stop.requested:
+                # The stop decision must be the same on every process: SIGTERM usually reaches one
+                # host only, and a process that leaves the loop alone would leave the others blocked
+                # in the next step's collectives (and save a checkpoint nobody else writes). So with
+                # several processes the local flags are OR-ed by a tiny allgather every step (the
+                # loop syncs the host every step anyway, for the non-finite counter); all processes
+                # stop after the same step and take part in the same (collective) orbax save.
+                # Not JAX's preemption service (multihost_utils.reached_preemption_sync_point, which
+                # orbax's CheckpointManager.reached_preemption wraps): it works on CPU + gloo, but it
+                # relies on its own C++ SIGTERM handler, which StopSignal's handler replaces, it does
+                # not exist in single-process runs, and it stops only at a later "max step + 1"
+                # agreed asynchronously (4 steps of 0.2 s after the signal in a 2-process probe),
+                # not at the first step every process can see.
+                if shd.any_process(stop.requested, run.process_count):
                     if done % ckpt_every and done % eval_every and done != total:
                         save(done)
                     stopped = f"SIGTERM: checkpoint saved at step {done}"

@@ -87,3 +87,16 @@ def allgather_json(obj, process_count: int) -> list:
     buf[: blob.size] = blob
     rows = np.asarray(multihost_utils.process_allgather(buf)).reshape(process_count, size)
     return [json.loads(bytes(r).rstrip(b"\0").decode()) for r in rows]
+
+
+def any_process(flag: bool, process_count: int) -> bool:
+    """True on every process if `flag` is True on any process (a host-side logical OR).
+
+    A collective when process_count > 1: every process must call it at the same point (the
+    training loop calls it once per step). With one process it is just `flag` (no collective)."""
+    if process_count == 1:
+        return bool(flag)
+    from jax.experimental import multihost_utils
+
+    flags = multihost_utils.process_allgather(np.array([int(bool(flag))], np.int32))
+    return bool(np.max(np.asarray(flags)))
