@@ -72,6 +72,10 @@ def model_config(config) -> ml_collections.ConfigDict:
         # "none": trust the data to be in GlobalSplat's canonical frame (the official setup).
         normalize_scene="context",
         attention_impl="xla",      # "cudnn": fused flash attention on NVIDIA GPUs (bf16)
+        # Queries per attention chunk on the XLA path (exact; bounds the [B, H, chunk, tokens]
+        # logits, which unchunked are 1.08 GB per cross-attention at 16k); 0/None: unchunked.
+        # Ignored by attention_impl="cudnn" (its fused kernel never materialises the logits).
+        attention_query_chunk=256,
         dtype=config.get_ref("precision"),
         remat=config.get_ref("remat"),
     ))
@@ -152,6 +156,7 @@ def _tiny(config):
     m.rounds = 2
     m.self_attention_per_round = 1
     m.gaussians_per_token = 4
+    m.attention_query_chunk = 0  # 72 slots x 388 memory tokens: the logits are small, chunks only cost
     m.stage_boundaries = (150, 300, 600)
     m.stage_ramp_steps = 50
     config.loss.lpips_weight = 0.0  # LPIPS-VGG dominates a CPU step at this size; MSE only

@@ -7,8 +7,9 @@
    (`python -m experiments.benchmark train_step --steps=0`) with LLVM's expensive passes off
    (`--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true`): buffer assignment,
    hence the memory analysis, is decided on the HLO before LLVM runs, and the default LLVM pipeline
-   roughly doubles the ~8-minute single-core compile. Running the step itself needs ~51 GB of host
-   memory (the analysis below), more than the 24 GB CI machine has.
+   roughly doubles the ~8-minute single-core compile. The step must be runnable on the 24 GB CI
+   machine: arguments + temporaries below 20 GiB (measured 1.02 + 13.21 GiB with the default
+   `model.attention_query_chunk=256`; unchunked cross-attention needed 1.02 + 49.7 GiB).
 
 Marked `long_running`: `tests/conftest.py` schedules it first so that it overlaps the rest of the
 suite on the other xdist worker.
@@ -63,8 +64,14 @@ def test_globalsplat_16k_step_compiles_ahead_of_time(tmp_path):
     # The donated state (params, AdamW moments, LPIPS weights) and the batch are the arguments.
     batch_bytes = 4 * (13 + 12) * 256 * 256 * 3
     assert info["argument_size_in_bytes"] >= info["state_bytes"] + batch_bytes
-    # Activations of a 13 + 12-view step at 256^2: several GB, but bounded (O(pixels + N) renderer,
-    # no pixels x Gaussians buffers: those alone would be 12 x 65,536 x 16,384 x 4 B = 51 GB per array).
-    assert 2**30 < info["temp_size_in_bytes"] < 96 * 2**30
+    # Activations of a 13 + 12-view step at 256^2: several GB (a real forward + backward), but they
+    # must leave room on a 24 GB machine for the runtime and the OS: arguments + temporaries < 20 GiB.
+    # What this bounds: query-chunked attention (unchunked, the cross-attention logits alone are
+    # ~45 x 1.08 GB) and the O(pixels + N) renderer (no pixels x Gaussians buffers: those would be
+    # 12 x 65,536 x 16,384 x 4 B = 51 GB per array).
+    total = info["argument_size_in_bytes"] + info["temp_size_in_bytes"]
+    assert info["temp_size_in_bytes"] > 2**30
+    assert total < 20 * 2**30, (f"16k train step needs {total / 2**30:.1f} GiB (arguments + temp): it no "
+                                "longer runs on a 24 GB machine")
     print(f"16k step: compile {info['compile_seconds']:.0f} s, arguments "
           f"{info['argument_size_in_bytes'] / 2**30:.2f} GiB, temp {info['temp_size_in_bytes'] / 2**30:.1f} GiB")

@@ -46,7 +46,17 @@ def net_config_from(model_cfg) -> NetConfig:
         camera_code=bool(model_cfg.camera_code), remat=bool(model_cfg.remat),
         dtype=getattr(jnp, dtype),
         attention_impl=_attention_impl(model_cfg.get("attention_impl", "xla")),
+        attention_query_chunk=_query_chunk(model_cfg.get("attention_query_chunk", 0)),
     )
+
+
+def _query_chunk(value):
+    if value in (None, 0):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"config.model.attention_query_chunk={value!r}: expected a positive int, or 0/None "
+                         "for unchunked attention")
+    return int(value)
 
 
 def _attention_impl(name):

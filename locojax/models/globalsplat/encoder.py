@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 
 from locojax.models.globalsplat.layers import (
@@ -49,6 +50,7 @@ class StreamRound(nn.Module):
     mlp_ratio: float = 4.0
     dtype: Any = jnp.float32
     attention_impl: Any = None
+    attention_query_chunk: Any = None  # queries per attention chunk (XLA path); None/0: all at once
 
     @nn.compact
     def __call__(self, slots, memory, reg_mask):
@@ -58,7 +60,8 @@ class StreamRound(nn.Module):
         q = dense(d, "lat_q", self.dtype)(slots_in)
         k = dense(d, "mem_k", self.dtype)(mem_in)
         v = dense(d, "mem_v", self.dtype)(mem_in)
-        context = dense(d, "out_proj", self.dtype)(multihead_attention(q, k, v, self.heads, self.attention_impl))
+        context = dense(d, "out_proj", self.dtype)(multihead_attention(
+            q, k, v, self.heads, self.attention_impl, self.attention_query_chunk))
         updated = slots + LayerScale(d, 1e-3, name="attn_ls")(context) * reg_mask
         hidden = int(round(d * self.mlp_ratio))
         h = layer_norm("post_ln", self.dtype)(updated)
@@ -66,8 +69,43 @@ class StreamRound(nn.Module):
         x = updated + LayerScale(d, 1e-3, name="mlp_ls")(h) * reg_mask
         for i in range(self.num_self_attention):
             x = SelfAttentionBlock(d, self.heads, self.mlp_ratio, 1e-2, self.dtype, self.attention_impl,
-                                   name=f"tower_{i}")(x)
+                                   self.attention_query_chunk, name=f"tower_{i}")(x)
         return x
+
+
+def remat_round(round_def: StreamRound):
+    """A StreamRound call `f(bound_round, slots, memory, reg_mask)` whose backward pass recomputes the
+    round's activations instead of keeping them from the forward pass (rematerialisation).
+
+    Why not `nn.remat`/`jax.checkpoint`: their recomputation is kept apart from the forward pass
+    only by optimization barriers, and XLA:CPU expands (removes) those at the end of its HLO
+    pipeline, before layout assignment, the later simplification/CSE passes and scheduling (XLA:GPU
+    expands them only after scheduling). On CPU the recomputed forward is then merged back into the
+    original one and every activation is stored anyway: the 16k encoder's fwd+bwd compiled to the
+    same temp memory with and without `nn.remat` (45.6 vs 45.4 GiB), a toy 8-layer MLP to 880 MiB
+    with or without `jax.checkpoint`; with this function 352 MiB, and the encoder 3.7 GiB (chunked).
+    Here the backward recomputes from the saved inputs after adding `0 * g[0]` (g = the output
+    cotangent) to them: numerically a no-op for a finite cotangent (x + 0 = x), but XLA cannot
+    prove it, so the recomputation is neither merged with the forward nor scheduled before the
+    cotangent exists. With a non-finite cotangent the gradients are non-finite either way.
+    `round_def` is an unbound StreamRound with the same attributes (used to re-apply the round).
+    """
+    def f(mdl, slots, memory, reg_mask):
+        return mdl(slots, memory, reg_mask)
+
+    def fwd(mdl, slots, memory, reg_mask):
+        return f(mdl, slots, memory, reg_mask), (mdl.variables["params"], slots, memory, reg_mask)
+
+    def bwd(residuals, g):
+        tie = jnp.zeros((), g.dtype) * g.reshape(-1)[0]
+        params, slots, memory, reg_mask = jax.tree_util.tree_map(
+            lambda a: a + tie.astype(a.dtype), residuals)
+        _, vjp = jax.vjp(lambda p, s, m, r: round_def.apply({"params": p}, s, m, r),
+                         params, slots, memory, reg_mask)
+        params_t, slots_t, memory_t, mask_t = vjp(g)
+        return {"params": params_t}, slots_t, memory_t, mask_t
+
+    return nn.custom_vjp(f, forward_fn=fwd, backward_fn=bwd)
 
 
 class PairAdapter(nn.Module):
@@ -97,6 +135,7 @@ class SlotEncoder(nn.Module):
     remat: bool = False
     dtype: Any = jnp.float32
     attention_impl: Any = None
+    attention_query_chunk: Any = None
 
     @nn.compact
     def __call__(self, state, tokens):
@@ -125,17 +164,21 @@ class SlotEncoder(nn.Module):
             x = layer_norm(f"{name}_0", self.dtype)(slots)
             return dense(d, f"{name}_1", self.dtype)(x)
 
-        round_cls = nn.remat(StreamRound) if self.remat else StreamRound
+        def run_round(name, x):
+            kw = dict(dtype=self.dtype, attention_impl=self.attention_impl,
+                      attention_query_chunk=self.attention_query_chunk)
+            block = StreamRound(d, self.heads, self.num_self_attention, **kw, name=name)
+            if not self.remat:
+                return block(x, memory, reg_mask)
+            unbound = StreamRound(d, self.heads, self.num_self_attention, **kw, parent=None)
+            return remat_round(unbound)(block, x, memory, reg_mask)
+
         geo = project("slot_to_geo")
         tex = None if self.single_stream else project("slot_to_tex")
         for r in range(self.rounds):
-            geo = round_cls(d, self.heads, self.num_self_attention, dtype=self.dtype,
-                            attention_impl=self.attention_impl,
-                            name=f"geo_rounds_{r}")(geo, memory, reg_mask)
+            geo = run_round(f"geo_rounds_{r}", geo)
             if not self.single_stream:
-                tex = round_cls(d, self.heads, self.num_self_attention, dtype=self.dtype,
-                                attention_impl=self.attention_impl,
-                                name=f"tex_rounds_{r}")(tex, memory, reg_mask)
+                tex = run_round(f"tex_rounds_{r}", tex)
                 geo, tex = PairAdapter(d, self.dtype, name=f"pair_adapters_{r}")(geo, tex)
         scene = slice(NUM_AUX_QUERIES, NUM_AUX_QUERIES + m)
         if self.single_stream:

@@ -46,11 +46,22 @@ class LayerScale(nn.Module):
         return x * gamma.astype(x.dtype)
 
 
-def multihead_attention(q, k, v, heads: int, implementation=None):
+def multihead_attention(q, k, v, heads: int, implementation=None, query_chunk=None):
     """q [B, Nq, D], k/v [B, Nk, D] -> [B, Nq, D]; heads split from D (torch `.view(B, N, H, dh)`).
 
     `implementation`: None (XLA, any backend) or "cudnn" (fused flash attention on NVIDIA GPUs,
-    bf16/fp16 only), passed to `jax.nn.dot_product_attention`."""
+    bf16/fp16 only), passed to `jax.nn.dot_product_attention`.
+
+    `query_chunk`: on the XLA path, a positive int computes the attention `query_chunk` queries
+    at a time (`query_chunked_attention`: exact, memory O(query_chunk x Nk) instead of O(Nq x Nk)
+    per head); None/0 = all queries at once. cuDNN's fused kernel never materialises the logits,
+    so the chunking is skipped there."""
+    if query_chunk and implementation is None and q.shape[1] > query_chunk:
+        return query_chunked_attention(q, k, v, heads, int(query_chunk))
+    return _attention(q, k, v, heads, implementation)
+
+
+def _attention(q, k, v, heads: int, implementation=None):
     b, nq, d = q.shape
     nk = k.shape[1]
     dh = d // heads
@@ -61,6 +72,30 @@ def multihead_attention(q, k, v, heads: int, implementation=None):
     return out.reshape(b, nq, d)
 
 
+def query_chunked_attention(q, k, v, heads: int, chunk: int):
+    """Exact attention, `chunk` queries at a time: q [B, Nq, D], k/v [B, Nk, D] -> [B, Nq, D].
+
+    Softmax normalises each query row over the keys, so splitting the queries is exact (no online
+    softmax needed). The queries are zero-padded to a multiple of `chunk` (pad rows attend
+    uniformly, are finite, and are sliced off, so they get no gradient) and `lax.map` runs the
+    chunks in sequence, which bounds the [B, H, chunk, Nk] logits/probabilities to one chunk.
+    The chunk body is under `jax.checkpoint`, so the backward pass recomputes each chunk's
+    probabilities from q/k/v instead of saving all Nq x Nk of them as residuals (the 16k model's
+    cross-attentions: [2, 8, 2057, 8196] f32 = 1.08 GB per tensor unchunked).
+    `prevent_cse=False` is safe inside a loop (jax.checkpoint docs) and avoids optimization barriers.
+    """
+    if chunk <= 0:
+        raise ValueError(f"attention query chunk must be positive, got {chunk}")
+    b, nq, d = q.shape
+    num_chunks = -(-nq // chunk)
+    pad = num_chunks * chunk - nq
+    q = jnp.pad(q, ((0, 0), (0, pad), (0, 0)))
+    q = jnp.moveaxis(q.reshape(b, num_chunks, chunk, d), 1, 0)   # [C, B, chunk, D]
+    body = jax.checkpoint(lambda qc: _attention(qc, k, v, heads), prevent_cse=False)
+    out = jax.lax.map(body, q)                                    # [C, B, chunk, D]
+    return jnp.moveaxis(out, 0, 1).reshape(b, num_chunks * chunk, d)[:, :nq]
+
+
 class SelfAttention(nn.Module):
     """timm/DINOv2 `Attention`: fused qkv Linear (output laid out [3, heads, dh]) and `proj`."""
 
@@ -68,12 +103,14 @@ class SelfAttention(nn.Module):
     heads: int
     dtype: Any = jnp.float32
     attention_impl: Any = None
+    query_chunk: Any = None  # see `multihead_attention`
 
     @nn.compact
     def __call__(self, x):
         b, n, d = x.shape
         qkv = dense(3 * self.dim, "qkv", self.dtype)(x).reshape(b, n, 3, d)
-        out = multihead_attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], self.heads, self.attention_impl)
+        out = multihead_attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], self.heads, self.attention_impl,
+                                  self.query_chunk)
         return dense(self.dim, "proj", self.dtype)(out)
 
 
@@ -99,10 +136,11 @@ class SelfAttentionBlock(nn.Module):
     init_value: float = 1e-2
     dtype: Any = jnp.float32
     attention_impl: Any = None
+    query_chunk: Any = None
 
     @nn.compact
     def __call__(self, x):
-        h = SelfAttention(self.dim, self.heads, self.dtype, self.attention_impl, name="attn")(layer_norm("norm1", self.dtype)(x))
+        h = SelfAttention(self.dim, self.heads, self.dtype, self.attention_impl, self.query_chunk, name="attn")(layer_norm("norm1", self.dtype)(x))
         x = x + LayerScale(self.dim, self.init_value, name="ls1")(h)
         h = Mlp(self.dim, int(round(self.dim * self.mlp_ratio)), self.dtype, name="mlp")(
             layer_norm("norm2", self.dtype)(x))

@@ -43,6 +43,7 @@ class NetConfig:
     remat: bool = False
     dtype: Any = jnp.float32
     attention_impl: Any = None  # None (XLA) or "cudnn" (GPU flash attention, bf16)
+    attention_query_chunk: Any = None  # queries per attention chunk on the XLA path; None/0: unchunked
 
 
 def _scene_token_init(num: int, dim: int):
@@ -68,6 +69,6 @@ class GlobalSplatNet(nn.Module):
         state = jnp.broadcast_to(scene[None], (images.shape[0],) + scene.shape).astype(c.dtype)
         app, geo = SlotEncoder(c.dim_latents, c.dim_rgb + c.dim_rays, c.num_heads, c.rounds,
                                c.self_attention_per_round, c.single_stream, c.remat, c.dtype,
-                               c.attention_impl, name="slot_encoder")(state, tokens.astype(c.dtype))
+                               c.attention_impl, c.attention_query_chunk, name="slot_encoder")(state, tokens.astype(c.dtype))
         return CandidateHeads(c.dim_latents, c.num_candidates, c.sh_degree, c.opacity_offset,
                               c.log_scale_offset, c.dtype, name="gaussian_decoder")(app, geo)
