@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import resource
 import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from experiments.benchmarks.process_memory import peak_rss_bytes
 
 
 def _parse(argv):
@@ -67,7 +68,7 @@ def _peak_memory_bytes() -> tuple[float, str]:
     stats = dev.memory_stats() if hasattr(dev, "memory_stats") else None
     if stats and "peak_bytes_in_use" in stats:
         return float(stats["peak_bytes_in_use"]), "device peak_bytes_in_use"
-    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024.0, "process peak RSS (CPU)"
+    return float(peak_rss_bytes()), "process peak RSS (CPU)"
 
 
 def _disk_sizes(g) -> dict:

@@ -10,48 +10,11 @@ warm-up step runs first). `peak_rss_bytes` is the process' peak resident memory,
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import json
-import os
 import time
 
 import configs
-
-
-def _peak_rss_bytes():
-    """This process' peak resident set size (compile included) in bytes, or None off Linux/macOS."""
-    try:
-        import resource
-        import sys
-
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return int(rss if sys.platform == "darwin" else rss * 1024)  # bytes on macOS, KiB on Linux
-    except (ImportError, OSError):
-        return None
-
-
-def _resident_bytes():
-    """Current resident set size in bytes (Linux /proc), or None."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _release_freed_memory():
-    """Hand the compiler's freed heap back to the OS before running; returns the resident bytes.
-
-    glibc keeps freed memory in its arenas: after the 16k compile the process stays at ~13 GB
-    resident although the compiler has released it, which with the step's own buffers exceeded
-    the 24 GB machine. `malloc_trim(0)` returns it (glibc only; a no-op elsewhere)."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-    return _resident_bytes()
+from experiments.benchmarks.process_memory import peak_rss_bytes, release_freed_memory, resident_bytes
 
 
 def _gib(n):
@@ -83,7 +46,7 @@ def main(argv) -> int:
                   f"{info['temp_size_in_bytes'] / 2**30:.2f} GiB (compile {info['compile_seconds']:.0f} s)",
                   flush=True)
         if args.steps > 0:
-            info["rss_after_compile_bytes"] = _release_freed_memory()
+            info["rss_after_compile_bytes"] = release_freed_memory()
             print(f"resident memory after compile: {_gib(info['rss_after_compile_bytes'])} GiB", flush=True)
             from locojax.train.loop import build_run
             from locojax.train import sharding as shd
@@ -92,7 +55,7 @@ def main(argv) -> int:
             run = build_run(config, aot.placeholder_batch(config))
             state = create_state(run.init_fn, jax.random.PRNGKey(0), run.example_batch, run.state_shardings)
             batch = shd.global_batch(aot.placeholder_batch(config), run.mesh)
-            print(f"resident memory with state and batch: {_gib(_resident_bytes())} GiB", flush=True)
+            print(f"resident memory with state and batch: {_gib(resident_bytes())} GiB", flush=True)
             t0 = time.perf_counter()
             state, m = compiled(state, batch)
             jax.block_until_ready(m)
@@ -104,7 +67,7 @@ def main(argv) -> int:
             jax.block_until_ready(m)
             info["seconds_per_step"] = (time.perf_counter() - t0) / args.steps
     info.update(config=args.config, devices=[d.device_kind for d in jax.devices()],
-                global_batch_size=int(config.batch_size), peak_rss_bytes=_peak_rss_bytes())
+                global_batch_size=int(config.batch_size), peak_rss_bytes=peak_rss_bytes())
     for k, v in info.items():
         print(f"{k:>28s}: {v}")
     if args.json:

@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from train_toy_setup import final_params
+
 DRIVER = str(pathlib.Path(__file__).with_name("train_toy_driver.py"))
 ARGS = ["total_steps=9", "checkpoint_every=2", "eval_every=100", "log_every=1"]
 
@@ -49,16 +51,11 @@ def _start_and_signal(workdir, sig, after_step):
     return p.returncode, "".join(lines)
 
 
-def _params(workdir, step=9):
-    with np.load(os.path.join(workdir, f"final_params_step{step}.npz")) as f:
-        return {k: f[k] for k in f.files}
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     wd = tmp_path_factory.mktemp("uninterrupted")
     _run(wd)
-    return _params(wd)
+    return final_params(wd, 9)
 
 
 def test_sigterm_then_sigkill_then_resume_is_bitwise_exact(reference, tmp_path):
@@ -78,7 +75,7 @@ def test_sigterm_then_sigkill_then_resume_is_bitwise_exact(reference, tmp_path):
     assert first == stopped_at + 1, "the rerun must resume from the SIGTERM checkpoint"
     # Rerun to the end: bitwise the uninterrupted run's parameters.
     _run(tmp_path)
-    got = _params(tmp_path)
+    got = final_params(tmp_path, 9)
     assert got.keys() == reference.keys()
     for k in reference:
         np.testing.assert_array_equal(got[k], reference[k], err_msg=f"{k} (SIGTERM at {stopped_at}, "

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from locojax.train.loop import train_and_evaluate
-from train_toy_setup import toy_config, toy_data, toy_model
+from train_toy_setup import final_params, toy_config, toy_data, toy_model
 
 DRIVER = str(pathlib.Path(__file__).with_name("train_toy_driver.py"))
 ARGS = ["total_steps=4", "batch_size=8", "eval_every=100", "checkpoint_every=100", "log_every=1"]
@@ -115,11 +115,6 @@ def _run_two_processes(workdir, *extra, tag="run", timeout=400):
     return outs
 
 
-def _final_params(workdir, step):
-    with np.load(os.path.join(workdir, f"final_params_step{step}.npz")) as f:
-        return {k: f[k] for k in f.files}
-
-
 @pytest.fixture(scope="module")
 def two_processes(tmp_path_factory):
     """An uninterrupted 2-process run (the workdir)."""
@@ -164,7 +159,7 @@ def test_sigterm_to_one_process_stops_all_at_one_step_and_resumes(single_device,
     reruns = _run_two_processes(wd, tag="rerun")
     for out in reruns:
         assert _steps_printed(out) == list(range(stopped + 1, 5)), out[-3000:]
-    got, want = _final_params(wd, 4), _final_params(two_processes, 4)
+    got, want = final_params(wd, 4), final_params(two_processes, 4)
     assert got.keys() == want.keys()
     for k in want:
         np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} (stopped at {stopped})")

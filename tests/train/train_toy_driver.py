@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 
 import configs  # noqa: E402
 from locojax.train.loop import train_and_evaluate  # noqa: E402
-from train_toy_setup import toy_config, toy_data, toy_model  # noqa: E402
+from train_toy_setup import final_params_path, toy_config, toy_data, toy_model  # noqa: E402
 
 
 def main(argv):
@@ -62,7 +62,7 @@ def run_one(argv):
     flat = {jax.tree_util.keystr(k): np.asarray(v)
             for k, v in jax.tree_util.tree_leaves_with_path(out["state"].params)}
     if jax.process_index() == 0:
-        np.savez(os.path.join(workdir, f"final_params_step{out['step']}.npz"), **flat)
+        np.savez(final_params_path(workdir, out["step"]), **flat)
     print("DONE", out["step"], out["stopped"], flush=True)
 
 

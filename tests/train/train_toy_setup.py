@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
 import ml_collections
+import numpy as np
 
 from configs.common import base_config
 from locojax.train.loop import DataSource
@@ -46,3 +49,13 @@ def toy_data() -> DataSource:
     import train_toy_data
 
     return DataSource(train_toy_data.make_train_iterator, train_toy_data.make_eval_iterator)
+
+
+def final_params_path(workdir, step: int) -> str:
+    """Where `train_toy_driver.py` saves the flattened parameters of a run that ended at `step`."""
+    return os.path.join(workdir, f"final_params_step{step}.npz")
+
+
+def final_params(workdir, step: int) -> dict:
+    with np.load(final_params_path(workdir, step)) as f:
+        return {k: f[k] for k in f.files}

@@ -165,13 +165,12 @@ class SlotEncoder(nn.Module):
             return dense(d, f"{name}_1", self.dtype)(x)
 
         def run_round(name, x):
-            kw = dict(dtype=self.dtype, attention_impl=self.attention_impl,
-                      attention_query_chunk=self.attention_query_chunk)
-            block = StreamRound(d, self.heads, self.num_self_attention, **kw, name=name)
+            block = StreamRound(d, self.heads, self.num_self_attention, dtype=self.dtype,
+                                attention_impl=self.attention_impl,
+                                attention_query_chunk=self.attention_query_chunk, name=name)
             if not self.remat:
                 return block(x, memory, reg_mask)
-            unbound = StreamRound(d, self.heads, self.num_self_attention, **kw, parent=None)
-            return remat_round(unbound)(block, x, memory, reg_mask)
+            return remat_round(block.clone(parent=None, name=None))(block, x, memory, reg_mask)
 
         geo = project("slot_to_geo")
         tex = None if self.single_stream else project("slot_to_tex")
