@@ -91,11 +91,6 @@ def global_norm(tree):
     return optax.global_norm(tree)
 
 
-def tree_all_finite(tree) -> jax.Array:
-    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree)]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
-
-
 def make_train_step(model, tx, schedule, render, precision: str = "float32") -> Callable:
     """(state, batch) -> (state, metrics dict of scalars). Not jitted here (see `jit_train_step`)."""
     if precision not in PRECISIONS:
@@ -120,7 +115,12 @@ def make_train_step(model, tx, schedule, render, precision: str = "float32") -> 
     def train_step(state: TrainState, batch):
         rng = jax.random.fold_in(state.rng, state.step)
         (loss, logs), grads = grad_fn(state.params, batch, state.step, rng)
-        finite = jnp.isfinite(loss) & tree_all_finite(grads)
+        # One reduction serves the finiteness test and the logged norm: the norm is NaN/inf iff a
+        # gradient entry is (or the squares overflow float32, a step worth skipping too). A per-leaf
+        # isfinite + all, and a second norm of the zeroed gradients, cost ~5k HLO instructions at
+        # 16k (485 leaves) and a share of its 8-minute CPU compile.
+        grad_norm = global_norm(grads)
+        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         # Zeroed grads keep NaNs out of the optimizer's arithmetic on the discarded branch.
         safe_grads = jax.tree_util.tree_map(lambda g: jnp.where(finite, g, jnp.zeros_like(g)), grads)
         updates, new_opt_state = tx.update(safe_grads, state.opt_state, state.params)
@@ -136,7 +136,7 @@ def make_train_step(model, tx, schedule, render, precision: str = "float32") -> 
         )
         metrics = dict(logs)
         metrics["loss"] = loss
-        metrics["grad_norm"] = global_norm(safe_grads)
+        metrics["grad_norm"] = jnp.where(finite, grad_norm, 0.0)  # the norm of what was applied
         metrics["lr"] = jnp.asarray(schedule(state.step), jnp.float32)
         metrics["skipped"] = skipped
         metrics["consecutive_nonfinite"] = new_state.consecutive_nonfinite
