@@ -4,15 +4,15 @@ Tests run on CPU. Multi-device (sharding) tests spawn subprocesses with
 XLA_FLAGS=--xla_force_host_platform_device_count=8 so that the rest of the suite keeps one device.
 """
 
-import ctypes
-import gc
 import hashlib
 import os
-import sys
 import pathlib
+import sys
 import tempfile
 
 import pytest
+
+from experiments.benchmarks.process_memory import release_freed_memory
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
@@ -50,15 +50,11 @@ def _release_compiled_executables():
     """After each test module: drop JAX's in-memory executable caches and give the freed heap back.
 
     An xdist worker otherwise keeps every executable of every module it ran (LPIPS at 256^2 alone is
-    ~200 MB) and grew to 6 GB, while the other worker's full-size 16k compile peaks at ~14 GB: on
-    the 24 GB CI machine the two together left under 2 GB and the machine thrashed. Later modules
-    that need the same function again hit the persistent compilation cache above."""
+    ~200 MB) and grew to 6 GB. Beside the other worker's full-size 16k compile (then 16 GB) that left
+    the 24 GB CI machine under 2 GB, and it thrashed. Later modules that need the same function
+    again hit the persistent compilation cache above."""
     yield
     jax = sys.modules.get("jax")
     if jax is not None:
         jax.clear_caches()
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
+    release_freed_memory()
