@@ -31,9 +31,10 @@ def resident_bytes():
 def release_freed_memory():
     """Hand freed heap back to the OS; returns the resident bytes afterwards.
 
-    glibc keeps freed memory in its arenas: after the 16k compile the process stays at ~13 GB
-    resident although the compiler has released it, which with the step's own buffers exceeded
-    the 24 GB machine. `malloc_trim(0)` returns it (glibc only; a no-op elsewhere)."""
+    glibc keeps freed memory in its arenas, so after a large compile the process stays resident at
+    the compiler's peak although it has released it; figures taken afterwards (and the memory left
+    to the step's own buffers) would count it. `malloc_trim(0)` returns it (glibc only; a no-op
+    elsewhere)."""
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)

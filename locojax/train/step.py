@@ -117,8 +117,8 @@ def make_train_step(model, tx, schedule, render, precision: str = "float32") -> 
         (loss, logs), grads = grad_fn(state.params, batch, state.step, rng)
         # One reduction serves the finiteness test and the logged norm: the norm is NaN/inf iff a
         # gradient entry is (or the squares overflow float32, a step worth skipping too). A per-leaf
-        # isfinite + all, and a second norm of the zeroed gradients, cost ~5k HLO instructions at
-        # 16k (485 leaves) and a share of its 8-minute CPU compile.
+        # isfinite + all stacked over the 485 leaves of the 16k model (and a second norm of the
+        # zeroed gradients) made its XLA:CPU compile 499 s and 14 GB instead of 61 s and 3.1 GB.
         grad_norm = global_norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         # Zeroed grads keep NaNs out of the optimizer's arithmetic on the discarded branch.

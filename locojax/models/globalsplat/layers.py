@@ -140,7 +140,8 @@ class SelfAttentionBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x):
-        h = SelfAttention(self.dim, self.heads, self.dtype, self.attention_impl, self.query_chunk, name="attn")(layer_norm("norm1", self.dtype)(x))
+        attn = SelfAttention(self.dim, self.heads, self.dtype, self.attention_impl, self.query_chunk, name="attn")
+        h = attn(layer_norm("norm1", self.dtype)(x))
         x = x + LayerScale(self.dim, self.init_value, name="ls1")(h)
         h = Mlp(self.dim, int(round(self.dim * self.mlp_ratio)), self.dtype, name="mlp")(
             layer_norm("norm2", self.dtype)(x))

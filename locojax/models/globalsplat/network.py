@@ -69,6 +69,7 @@ class GlobalSplatNet(nn.Module):
         state = jnp.broadcast_to(scene[None], (images.shape[0],) + scene.shape).astype(c.dtype)
         app, geo = SlotEncoder(c.dim_latents, c.dim_rgb + c.dim_rays, c.num_heads, c.rounds,
                                c.self_attention_per_round, c.single_stream, c.remat, c.dtype,
-                               c.attention_impl, c.attention_query_chunk, name="slot_encoder")(state, tokens.astype(c.dtype))
+                               c.attention_impl, c.attention_query_chunk,
+                               name="slot_encoder")(state, tokens.astype(c.dtype))
         return CandidateHeads(c.dim_latents, c.num_candidates, c.sh_degree, c.opacity_offset,
                               c.log_scale_offset, c.dtype, name="gaussian_decoder")(app, geo)
