@@ -104,7 +104,7 @@ def run(args) -> dict:
         config.model.remat = True
     if args.attention:
         config.model.attention_impl = args.attention
-    model = build(config, render_fn=lambda *a: None)
+    model = build(config)
     n_params = None
 
     v, t, r = args.views, args.targets, args.resolution
@@ -127,7 +127,7 @@ def run(args) -> dict:
     n_params = int(sum(x.size for x in jax.tree_util.tree_leaves(params)))
     print(f"{args.config}: {n_params:,} parameters, {model.num_gaussians:,} Gaussians", flush=True)
 
-    encode = jax.jit(lambda p, c: model.predict(p, c, step=jnp.int32(0), train=False)[0])
+    encode = jax.jit(lambda p, c: model.predict(p, c, step=jnp.int32(0), train=False).gaussians)
     gaussians, enc_s = _timed(encode, params, context, repeats=args.repeats)
     enc_flops = _flops(encode, params, context)
 

@@ -56,7 +56,7 @@ def lower_train_step(config, model=None):
     bsh = shd.batch_sharding(run.mesh)
     batch_spec = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=bsh),
                                         run.example_batch)
-    step = jit_train_step(make_train_step(run.model, run.tx, run.schedule, run.render, config.precision),
+    step = jit_train_step(make_train_step(run.model, run.tx, run.schedule, run.render),
                           run.state_shardings, bsh, shd.replicated(run.mesh))
     t0 = time.perf_counter()
     lowered = step.lower(state_spec, batch_spec)

@@ -17,28 +17,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from locojax import metrics
 from locojax.train import sharding as shd
-from locojax.train.step import cast_floats, compute_context
+from locojax.train.step import cast_floats
 
 RESULT_FIELDS = ("scene", "psnr", "ssim", "lpips", "num_gaussians", "encoder_ms")
-
-
-def _metric_fns():
-    """(psnr, ssim, lpips(params, pred, target), lpips_params) from locojax.metrics."""
-    try:
-        from locojax import metrics as m
-
-        psnr, ssim = m.psnr, m.ssim
-    except (ImportError, AttributeError):
-
-        def psnr(pred, target):
-            mse = jnp.mean((pred - target) ** 2, axis=(-3, -2, -1))
-            return -10.0 * jnp.log10(jnp.maximum(mse, 1e-10))
-
-        def ssim(pred, target):
-            return jnp.full(pred.shape[:-3], jnp.nan, jnp.float32)
-
-    return psnr, ssim
 
 
 def _lpips_fn():
@@ -58,20 +41,17 @@ class Evaluator:
 
     def __init__(self, model, render: Callable, config, mesh, param_shardings):
         self.model, self.config, self.mesh = model, config, mesh
-        self._psnr, self._ssim = _metric_fns()
+        self._psnr, self._ssim = metrics.psnr, metrics.ssim
         self.use_lpips = bool(config.eval.lpips)
         if self.use_lpips:
             self._lpips, self._lpips_params = _lpips_fn()
-        precision = config.precision
         rep = shd.replicated(mesh)
         bsh = shd.batch_sharding(mesh)
 
         def predict(params, context, step):
-            context, params = compute_context(context, params, precision)
-            gaussians, aux = model.predict(params, context, step=step, train=False,
-                                           rng=jax.random.PRNGKey(0))
-            gaussians = cast_floats(gaussians, jnp.float32)
-            n_active = aux.get("num_active_gaussians") if hasattr(aux, "get") else None
+            pred = model.predict(params, context, step=step, train=False, rng=jax.random.PRNGKey(0))
+            gaussians = cast_floats(pred.gaussians, jnp.float32)
+            n_active = pred.aux.get("num_active_gaussians")
             if n_active is None:
                 n_active = jnp.full(gaussians.means.shape[:1], gaussians.means.shape[-2], jnp.int32)
             return gaussians, n_active

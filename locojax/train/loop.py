@@ -26,7 +26,8 @@ from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save
 from locojax.train.optimizer import make_optimizer
 from locojax.train.run_dir import check_or_save_config, write_run_json
 from locojax.train.state import abstract_params, abstract_state, count_params, create_state, make_init_fn
-from locojax.train.step import jit_train_step, make_render_fn, make_train_step
+from locojax.render.factory import make_render_fn
+from locojax.train.step import jit_train_step, make_train_step
 
 
 class NonFiniteError(RuntimeError):
@@ -84,7 +85,7 @@ def build_run(config, example_local_batch, model=None) -> Run:
     mesh = shd.make_mesh()
     shd.check_batch_size(int(config.batch_size), mesh, process_count)
     model = build_model(config) if model is None else model
-    render = make_render_fn(config, model.sh_degree)
+    render = make_render_fn(config.render, model.sh_degree)
     example = shd.global_batch(jax.tree_util.tree_map(np.zeros_like, example_local_batch), mesh)
     rng = jax.random.PRNGKey(int(config.seed))
     params_shape = abstract_params(model, rng, example)
@@ -180,7 +181,7 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     evaluator = Evaluator(run.model, run.render, config, run.mesh, run.state_shardings.params)
     protocol = eval_protocol(config)
     step_fn = jit_train_step(
-        make_train_step(run.model, run.tx, run.schedule, run.render, config.precision),
+        make_train_step(run.model, run.tx, run.schedule, run.render),
         run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))
 
     def data_state():

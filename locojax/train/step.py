@@ -1,4 +1,8 @@
-"""One jitted train step (donated state): predict -> rasterize the targets -> loss terms -> grads.
+"""One jitted train step (donated state): predict -> rasterize every Gaussian set on the targets ->
+loss terms -> grads.
+
+Parameters are float32; a family computes each of its parts in the dtype its config gives it
+(`locojax.models.common.precision`). The Gaussians are cast to float32 before rasterisation.
 
 A step whose loss or gradients are not all finite leaves params and optimizer state unchanged and
 increments the non-finite counters (the step counter advances: the batch was consumed).
@@ -6,76 +10,21 @@ increments the non-finite counters (the step counter advances: the batch was con
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from locojax.geometry.cameras import cameras_from_views
+from locojax.render.factory import render_sets
+from locojax.models.interface import FINAL
 from locojax.train.state import TrainState
-from locojax.types import Gaussians
-
-PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-
-
-def make_render_fn(config, sh_degree: int) -> Callable:
-    """(gaussians [B, N, ...], target Views [B, V, ...]) -> RenderOutput [B, V, ...].
-
-    `config.render.backend`: "tile" -> `locojax.render.rasterize_batch`; "dense" -> the O(P*N)
-    reference `locojax.render.dense.rasterize_dense` vmapped; "module:function" -> any function
-    with rasterize_batch's signature (tests, experiments).
-    """
-    rc = config.render
-    backend = rc.backend
-    if backend == "tile":
-        from locojax.render import rasterize_batch as fn
-    elif backend == "dense":
-        from locojax.render.dense import rasterize_dense
-
-        def fn(gaussians, cameras, **kw):
-            per_cam = jax.vmap(lambda g, c: rasterize_dense(g, c, **kw), in_axes=(None, 0))
-            return jax.vmap(per_cam)(gaussians, cameras)
-    elif ":" in backend:
-        mod, name = backend.split(":", 1)
-        fn = getattr(importlib.import_module(mod), name)
-    else:
-        raise ValueError(f"config.render.backend={backend!r}: expected 'tile', 'dense' or 'module:function'")
-    background = jnp.asarray(rc.background, jnp.float32)
-    capacities = dict(rc.capacities)
-
-    def render(gaussians: Gaussians, target_views):
-        height, width = target_views.image_shape
-        return fn(
-            gaussians,
-            cameras_from_views(target_views),
-            width=width,
-            height=height,
-            sh_degree=sh_degree,
-            background=background,
-            near=float(rc.near),
-            far=float(rc.far),
-            eps2d=float(rc.eps2d),
-            **capacities,
-        )
-
-    return render
 
 
 def cast_floats(tree, dtype):
     return jax.tree_util.tree_map(
         lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree
     )
-
-
-def compute_context(context, params, precision: str):
-    """Params and context images in the compute dtype (cameras stay float32: poses in bfloat16 lose
-    too much); float32 is a no-op."""
-    dtype = PRECISIONS[precision]
-    if dtype == jnp.float32:
-        return context, params
-    return context.replace(images=context.images.astype(dtype)), cast_floats(params, dtype)
 
 
 def batch_psnr(rgb, target):
@@ -91,23 +40,25 @@ def global_norm(tree):
     return optax.global_norm(tree)
 
 
-def make_train_step(model, tx, schedule, render, precision: str = "float32") -> Callable:
-    """(state, batch) -> (state, metrics dict of scalars). Not jitted here (see `jit_train_step`)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"config.precision={precision!r}: expected one of {sorted(PRECISIONS)}")
+def make_train_step(model, tx, schedule, render) -> Callable:
+    """(state, batch) -> (state, metrics dict of scalars). Not jitted here (see `jit_train_step`).
+
+    `render` is `locojax.render.factory.make_render_fn(config.render, model.sh_degree)`."""
 
     def loss_fn(params, batch, step, rng):
         rng_predict, rng_loss = jax.random.split(rng)
-        context, compute_params = compute_context(batch.context, params, precision)
-        gaussians, aux = model.predict(compute_params, context, step=step, train=True, rng=rng_predict)
-        gaussians = cast_floats(gaussians, jnp.float32)
-        renders = render(gaussians, batch.target)
-        terms = model.loss_terms(params, batch, gaussians, aux, renders, step=step, rng=rng_loss)
+        pred = model.predict(params, batch.context, step=step, train=True, rng=rng_predict)
+        pred = pred.replace(gaussians=cast_floats(pred.gaussians, jnp.float32),
+                            extra=cast_floats(dict(pred.extra), jnp.float32))
+        renders = render_sets(render, pred.render_sets(), batch.target)
+        terms = model.loss_terms(params, batch, pred, renders, step=step, rng=rng_loss)
         loss = sum(jnp.asarray(t.weight, jnp.float32) * t.value.astype(jnp.float32) for t in terms.values())
         logs = {f"loss/{k}": t.value.astype(jnp.float32) for k, t in terms.items()}
-        logs["psnr"] = batch_psnr(renders.rgb.astype(jnp.float32), batch.target.images)
-        logs["overflow"] = jnp.sum(renders.overflow).astype(jnp.int32)
-        logs["num_invalid"] = jnp.sum(renders.num_invalid).astype(jnp.int32)
+        final = renders[FINAL]
+        logs["psnr"] = batch_psnr(final.rgb.astype(jnp.float32), batch.target.images)
+        # Capacity overflow and dropped Gaussians are counted over every rendered set.
+        logs["overflow"] = sum(jnp.sum(r.overflow) for r in renders.values()).astype(jnp.int32)
+        logs["num_invalid"] = sum(jnp.sum(r.num_invalid) for r in renders.values()).astype(jnp.int32)
         return loss, logs
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)

@@ -1,6 +1,6 @@
 """Memory-bounded attention and rematerialisation in GlobalSplat's encoder.
 
-- Query-chunked attention (`layers.query_chunked_attention`, `config.model.attention_query_chunk`)
+- Query-chunked attention (`common.attention.query_chunked_attention`, `config.model.attention_query_chunk`)
   equals an independent einsum/softmax reference, forward and gradient in q, k and v, with a chunk
   that does not divide the query count; the tiny model's output does not change with a chunk set.
 - `model.remat=True` (the encoder's `remat_round`) gives the same gradients as no remat, and on
@@ -19,7 +19,7 @@ import pytest
 import configs
 from locojax.models.globalsplat import build
 from locojax.models.globalsplat.encoder import SlotEncoder
-from locojax.models.globalsplat.layers import multihead_attention, query_chunked_attention
+from locojax.models.common.attention import multihead_attention, query_chunked_attention
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from synthetic_views import random_views, split_batch  # noqa: E402
@@ -47,7 +47,7 @@ def qkv():
 @pytest.mark.parametrize("chunk", [None, 8, 37, 64])
 def test_chunked_attention_forward_matches_reference(qkv, chunk):
     q, k, v = qkv
-    out = jax.jit(lambda q, k, v: multihead_attention(q, k, v, 4, None, chunk))(q, k, v)
+    out = jax.jit(lambda q, k, v: multihead_attention(q, k, v, 4, query_chunk=chunk))(q, k, v)
     assert out.shape == q.shape
     np.testing.assert_allclose(np.asarray(out), reference_attention(q, k, v, 4), atol=2e-6, rtol=0)
 
@@ -85,7 +85,7 @@ def test_chunked_attention_bounds_compiled_memory():
     kv = jax.ShapeDtypeStruct((1, 4096, 16), jnp.float32)
 
     def temp_bytes(chunk):
-        loss = lambda q, k, v: jnp.sum(jnp.sin(multihead_attention(q, k, v, 2, None, chunk)))  # noqa: E731
+        loss = lambda q, k, v: jnp.sum(jnp.sin(multihead_attention(q, k, v, 2, query_chunk=chunk)))  # noqa: E731
         compiled = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(q, kv, kv).compile()
         mem = compiled.memory_analysis()
         if mem is None:
@@ -164,10 +164,10 @@ def test_tiny_model_output_unchanged_with_query_chunk():
     for chunk in (0, 16):
         config = configs.get_config("globalsplat_tiny")
         config.model.attention_query_chunk = chunk
-        model = build(config, render_fn=lambda *a: None)
+        model = build(config)
         if not outputs:
             params = jax.jit(model.init)(jax.random.PRNGKey(1), split_batch(random_views(1, 6, 32, 32), 6))
-        g, _ = jax.jit(lambda p, v: model.predict(p, v, step=jnp.int32(0), train=False))(params, views)
+        g = jax.jit(lambda p, v: model.predict(p, v, step=jnp.int32(0), train=False).gaussians)(params, views)
         outputs.append(g)
     assert model.net_cfg.attention_query_chunk == 16  # 73 slots: 5 chunks, the last one padded
     for a, b in zip(jax.tree_util.tree_leaves(outputs[0]), jax.tree_util.tree_leaves(outputs[1])):
@@ -178,4 +178,4 @@ def test_query_chunk_config_is_validated():
     config = configs.get_config("globalsplat_tiny")
     config.model.attention_query_chunk = -3
     with pytest.raises(ValueError, match="attention_query_chunk"):
-        build(config, render_fn=lambda *a: None)
+        build(config)

@@ -30,12 +30,13 @@ def tiny_config(**model):
 @pytest.mark.parametrize("preset,count", [("16k", 16_384), ("32k", 32_768), ("2k", 2_048), ("tiny", 256)])
 def test_gaussian_count_and_shapes_per_preset(preset, count):
     config = configs.get_config(f"globalsplat_{preset}")
-    model = build(config, render_fn=lambda *a: None)
+    model = build(config)
     assert model.num_gaussians == count
     views = jax.eval_shape(lambda: jax.tree_util.tree_map(jnp.asarray, random_views(1, 3, 64, 64)))
     batch = split_batch(random_views(1, 3, 64, 64), 3)
     params = jax.eval_shape(model.init, jax.random.PRNGKey(0), batch)
-    g, aux = jax.eval_shape(lambda p, v: model.predict(p, v, step=jnp.int32(0), train=False), params, views)
+    pred = jax.eval_shape(lambda p, v: model.predict(p, v, step=jnp.int32(0), train=False), params, views)
+    g, aux = pred.gaussians, pred.aux
     assert g.means.shape == (1, count, 3) and g.quats.shape == (1, count, 4)
     assert g.scales.shape == (1, count, 3) and g.opacities.shape == (1, count)
     assert g.sh.shape == (1, count, 16, 3)
@@ -49,7 +50,7 @@ def tiny_model():
     batch = split_batch(random_views(1, 6, 32, 32), 6)
     params = jax.jit(model.init)(jax.random.PRNGKey(1), batch)
     predict = jax.jit(lambda p, v: model.predict(p, v, step=jnp.int32(0), train=False))
-    return model, params, predict
+    return model, params, lambda p, v: tuple(getattr(predict(p, v), f) for f in ("gaussians", "aux"))
 
 
 def test_count_independent_of_view_count(tiny_model):
@@ -109,29 +110,29 @@ def test_similarity_invariance_through_canonical_frame(tiny_model):
 def test_bfloat16_and_remat_switches_run():
     # one curriculum branch keeps the compile short; the switches are what is under test
     config = tiny_config(dtype="bfloat16", remat=True, curriculum=False, gaussians_per_token=1)
-    model = build(config, render_fn=lambda *a: None)
+    model = build(config)
     batch = split_batch(random_views(1, 4, 32, 32), 4)
     params = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
     assert all(x.dtype == jnp.float32 for x in jax.tree_util.tree_leaves(params))
     loss = lambda p: jnp.sum(model.predict(p, jax.tree_util.tree_map(jnp.asarray, batch.context),  # noqa: E731
-                                           step=jnp.int32(0), train=False)[0].means)
+                                           step=jnp.int32(0), train=False).gaussians.means)
     grads = jax.jit(jax.grad(loss))(params)
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree_util.tree_leaves(grads))
 
 
 def test_training_step_lowers_loss_and_stages_do_not_recompile():
-    from locojax.train.step import make_render_fn
+    from locojax.render.factory import make_render_fn, render_sets
 
     config = tiny_config()
-    render = make_render_fn(config, 3)
-    model = build(config, render_fn=render)
+    render = make_render_fn(config.render, 3)
+    model = build(config)
     batch = jax.tree_util.tree_map(jnp.asarray, split_batch(random_views(2, 10, 32, 32, seed=3), 6))
     params = model.init(jax.random.PRNGKey(0), batch)
     tx = optax.adamw(3e-3)
 
     def loss_fn(p, step):
-        g, aux = model.predict(p, batch.context, step=step, train=True, rng=None)
-        terms = model.loss_terms(p, batch, g, aux, render(g, batch.target), step=step)
+        pred = model.predict(p, batch.context, step=step, train=True, rng=None)
+        terms = model.loss_terms(p, batch, pred, render_sets(render, pred.render_sets(), batch.target), step=step)
         assert {"mse", "frustum", "decoder_reg", "opacity_reg", "consistency_alpha",
                 "consistency_depth"} <= set(terms)
         return sum(t.weight * t.value for t in terms.values())

@@ -100,8 +100,8 @@ def test_cli_evaluate_exports_ply_that_renders_the_same(run):
             i = keys.index(ply_file.stem)
             break
     model = r.model
-    g, _ = model.predict(state.params, jax.tree_util.tree_map(jnp.asarray, batch.context),
-                         step=jnp.int32(3), train=False, rng=jax.random.PRNGKey(0))
+    g = model.predict(state.params, jax.tree_util.tree_map(jnp.asarray, batch.context),
+                      step=jnp.int32(3), train=False, rng=jax.random.PRNGKey(0)).gaussians
     g = cast_floats(g[i], jnp.float32)
     cam = jax.tree_util.tree_map(lambda x: x[i, 0], cameras_from_views(jax.tree_util.tree_map(jnp.asarray, batch.target)))
     h, w = batch.target.images.shape[2:4]

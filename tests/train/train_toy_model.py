@@ -12,7 +12,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from locojax.models.interface import LossTerm
+from locojax.models.interface import FINAL, LossTerm, Prediction
 from locojax.types import Gaussians
 
 SH_C0 = 0.28209479177387814
@@ -69,11 +69,11 @@ class ToyModel:
             opacities=jnp.broadcast_to(jax.nn.sigmoid(head["opacity_logits"]), (b, n)),
             sh=(colors / SH_C0)[:, :, None, :],  # DC only: rgb = 0.5 + C0 * sh (gsplat)
         )
-        return gaussians, {"colors": colors}
+        return Prediction(gaussians, {"colors": colors})
 
-    def loss_terms(self, params, batch, gaussians, aux, renders, *, step, rng):
-        mse = jnp.mean((renders.rgb - batch.target.images) ** 2)
-        reg = jnp.mean(aux["colors"] ** 2)
+    def loss_terms(self, params, batch, prediction, renders, *, step, rng):
+        mse = jnp.mean((renders[FINAL].rgb - batch.target.images) ** 2)
+        reg = jnp.mean(prediction.aux["colors"] ** 2)
         bad = jnp.zeros((), bool)
         for s in self.nan_steps:
             bad |= step == s

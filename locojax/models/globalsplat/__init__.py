@@ -99,16 +99,11 @@ def loss_config_from(loss_cfg) -> LossConfig:
     return LossConfig(**{k: type(getattr(LossConfig, k))(v) for k, v in loss_cfg.items()})
 
 
-def build(config, render_fn=None) -> GlobalSplatModel:
-    """The GlobalSplat GaussianModel for `config` (reads config.model, config.loss and, for the
-    consistency loss' second render, config.render through the trainer's render function)."""
+def build(config) -> GlobalSplatModel:
+    """The GlobalSplat GaussianModel for `config` (reads config.model and config.loss)."""
     m = config.model
-    if render_fn is None and bool(config.loss.get("consistency", False)) and "render" in config:
-        from locojax.train.step import make_render_fn
-
-        render_fn = make_render_fn(config, int(m.sh_degree))
     return GlobalSplatModel(net_config_from(m), curriculum_config_from(m), loss_config_from(config.loss),
-                            mean_offset=tuple(m.mean_offset), render_fn=render_fn)
+                            mean_offset=tuple(m.mean_offset))
 
 
 __all__ = ["build", "GlobalSplatModel", "NetConfig", "CurriculumConfig", "LossConfig"]

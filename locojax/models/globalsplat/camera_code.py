@@ -14,11 +14,8 @@ from typing import Any
 import flax.linen as nn
 import jax.numpy as jnp
 
-from locojax.models.globalsplat.layers import dense, gelu
+from locojax.models.common.layers import TORCH_DEFAULT_INIT, dense, gelu
 
-# Default torch Linear init (kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in))); these layers keep it
-# in the official code (only the encoder is re-initialised). Biases start at 0 here (torch: uniform).
-TORCH_DEFAULT_INIT = nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform")
 FOURIER_BANDS = 4
 K_HIDDEN = 64
 

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 
 from locojax.losses import globalsplat as gl
 from locojax.models.globalsplat import curriculum as cc
-from locojax.models.globalsplat.layers import dense
+from locojax.models.common.layers import dense
 
 STATIC_ROT6 = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 SCALE_MIN = 1e-4

@@ -27,13 +27,13 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from locojax.models.globalsplat.layers import (
+from locojax.models.common.attention import multihead_attention
+from locojax.models.common.layers import (
     LayerScale,
     SelfAttentionBlock,
     dense,
     gelu,
     layer_norm,
-    multihead_attention,
 )
 
 NUM_AUX_QUERIES = 4
@@ -61,7 +61,7 @@ class StreamRound(nn.Module):
         k = dense(d, "mem_k", self.dtype)(mem_in)
         v = dense(d, "mem_v", self.dtype)(mem_in)
         context = dense(d, "out_proj", self.dtype)(multihead_attention(
-            q, k, v, self.heads, self.attention_impl, self.attention_query_chunk))
+            q, k, v, self.heads, implementation=self.attention_impl, query_chunk=self.attention_query_chunk))
         updated = slots + LayerScale(d, 1e-3, name="attn_ls")(context) * reg_mask
         hidden = int(round(d * self.mlp_ratio))
         h = layer_norm("post_ln", self.dtype)(updated)

@@ -5,16 +5,16 @@ N = num_latents x 2^final_stage; lower curriculum stages are padded with zero-op
 `decoder.py`), loss_terms (appendix 0.B.3, `locojax.losses.globalsplat`), param_labels.
 
 With the consistency loss on and `train=True`, predict runs the two interleaved context subsets as
-one 2B batch (as the official trainer does), returns subset A's Gaussians (the ones the trainer
-renders) and puts subset B's in `aux["subset_b_gaussians"]`; loss_terms renders B on the same
-targets with the trainer's render function and forms eq. 49. Without it, predict uses all views.
+one 2B batch (as the official trainer does), returns subset A's Gaussians as the final set and
+subset B's as the extra set "subset_b" (the trainer renders both on the same targets); loss_terms
+forms eq. 49 from the two renders. Without it, predict uses all views.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -22,15 +22,17 @@ import jax.numpy as jnp
 from locojax.geometry.cameras import denormalize_intrinsics, c2w_to_w2c
 from locojax.geometry.scene_normalization import globalsplat_frame_jax, to_frame_jax
 from locojax.losses import globalsplat as gl
+from locojax.models.common.frames import gaussians_from_frame
 from locojax.models.globalsplat import curriculum as cc
 from locojax.models.globalsplat.decoder import SCALE_MAX, DecodedStage, decode_padded
 from locojax.models.globalsplat.network import GlobalSplatNet, NetConfig
 from locojax.models.globalsplat.rotation import rotation_6d_to_quaternion
 from locojax.models.globalsplat.subsets import gather_views, interleaved_subsets
-from locojax.models.interface import LossTerm
+from locojax.models.interface import FINAL, LossTerm, Prediction
 from locojax.types import Batch, Gaussians, RenderOutput, Views
 
 LPIPS_KEY = "lpips_vgg"  # top-level params key of the frozen LPIPS-VGG weights
+SUBSET_B = "subset_b"  # the extra Gaussian set of the consistency loss's second context subset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,35 +80,13 @@ def to_gaussians(dec: DecodedStage) -> Gaussians:
     )
 
 
-def _quat_multiply(a, b):
-    """Hamilton product of (w, x, y, z) quaternions."""
-    aw, ax, ay, az = jnp.moveaxis(a, -1, 0)
-    bw, bx, by, bz = jnp.moveaxis(b, -1, 0)
-    return jnp.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                      aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
-
-
-def gaussians_to_frame(g: Gaussians, frame_c2w, scale) -> Gaussians:
-    """Canonical-frame Gaussians [B, N] -> the frame `frame_c2w` [B, 4, 4] / `scale` [B] came from.
-
-    Means, scales and rotations are transformed exactly; SH coefficients are kept (not rotated), so
-    view-dependent colour (degree >= 1) is expressed in canonical-frame directions - exact for DC."""
-    from locojax.models.globalsplat.rotation import matrix_to_quaternion
-
-    rot = frame_c2w[:, :3, :3]
-    means = jnp.einsum("bij,bnj->bni", rot, g.means * scale[:, None, None]) + frame_c2w[:, None, :3, 3]
-    quats = _quat_multiply(matrix_to_quaternion(rot)[:, None, :], g.quats)
-    return g.replace(means=means, quats=quats, scales=g.scales * scale[:, None, None])
-
-
 class GlobalSplatModel:
     """GaussianModel for GlobalSplat (see module docstring)."""
 
     name = "globalsplat"
 
     def __init__(self, net_cfg: NetConfig, curriculum: CurriculumConfig, loss: LossConfig,
-                 mean_offset=(0.0, 0.0, 1.5), render_fn: Optional[Callable] = None,
-                 lpips_params: Any = None):
+                 mean_offset=(0.0, 0.0, 1.5), lpips_params: Any = None):
         if (1 << curriculum.final_stage) > net_cfg.num_candidates:
             raise ValueError(f"config.model.gaussians_per_token=2^{curriculum.final_stage} exceeds "
                              f"num_candidates={net_cfg.num_candidates}")
@@ -116,7 +96,6 @@ class GlobalSplatModel:
         self.sh_degree = net_cfg.sh_degree
         self.gaussians_per_token = 1 << curriculum.final_stage
         self.num_gaussians = net_cfg.num_latents * self.gaussians_per_token
-        self._render_fn = render_fn
         self._lpips_params = lpips_params
 
     # ----- interface -----
@@ -172,7 +151,7 @@ class GlobalSplatModel:
         gaussians = to_gaussians(dec)
         if frame is not None:
             reps = views.images.shape[0] // context.images.shape[0]
-            gaussians = gaussians_to_frame(gaussians, *(jnp.concatenate([f] * reps, 0) for f in frame))
+            gaussians = gaussians_from_frame(gaussians, *(jnp.concatenate([f] * reps, 0) for f in frame))
         active = dec.active.reshape(dec.active.shape[0], -1)
         aux = {
             "stage": stage, "mix": mix,
@@ -186,12 +165,13 @@ class GlobalSplatModel:
             b = context.images.shape[0]
             half = lambda x, i: x[i * b:(i + 1) * b]  # noqa: E731
             aux["subset_index"] = index
-            aux["subset_b_gaussians"] = jax.tree_util.tree_map(lambda x: half(x, 1), gaussians)
             aux["subset_b_active"] = half(active, 1)
             aux["num_active_gaussians"] = half(aux["num_active_gaussians"], 0)
             aux["active"] = half(active, 0)
+            subset_b = jax.tree_util.tree_map(lambda x: half(x, 1), gaussians)
             gaussians = jax.tree_util.tree_map(lambda x: half(x, 0), gaussians)
-        return gaussians, aux
+            return Prediction(gaussians, aux, {SUBSET_B: subset_b})
+        return Prediction(gaussians, aux)
 
     def _subset_terms(self, params, gaussians: Gaussians, active, context: Views, renders: RenderOutput,
                       target: Views) -> dict:
@@ -220,17 +200,15 @@ class GlobalSplatModel:
         return jnp.mean(lpips_with_params(params, flat(pred), flat(target),
                                           precision=jax.lax.Precision.DEFAULT))
 
-    def loss_terms(self, params, batch: Batch, gaussians: Gaussians, aux: Mapping[str, jax.Array],
-                   renders: RenderOutput, *, step, rng=None) -> Mapping[str, LossTerm]:
+    def loss_terms(self, params, batch: Batch, prediction: Prediction, renders: Mapping[str, RenderOutput],
+                   *, step, rng=None) -> Mapping[str, LossTerm]:
         lc = self.loss_cfg
-        if "subset_b_gaussians" in aux:
-            if self._render_fn is None:
-                raise ValueError("GlobalSplat's consistency loss needs a render function: build the "
-                                 "model with build(config) or pass render_fn=")
+        gaussians, aux = prediction.gaussians, prediction.aux
+        renders, renders_b = renders[FINAL], renders.get(SUBSET_B)
+        if renders_b is not None:
             index = aux["subset_index"]
             ctx_a, ctx_b = gather_views(batch.context, index[:, 0]), gather_views(batch.context, index[:, 1])
-            g_b = aux["subset_b_gaussians"]
-            renders_b = self._render_fn(g_b, batch.target)
+            g_b = prediction.extra[SUBSET_B]
             ta = self._subset_terms(params, gaussians, aux["active"], ctx_a, renders, batch.target)
             tb = self._subset_terms(params, g_b, aux["subset_b_active"], ctx_b, renders_b, batch.target)
             terms = {k: 0.5 * (ta[k] + tb[k]) for k in ta}  # eq. 49

@@ -18,8 +18,8 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from locojax.geometry.cameras import pixel_rays
-from locojax.models.globalsplat.camera_code import TORCH_DEFAULT_INIT, CameraCode
-from locojax.models.globalsplat.layers import dense
+from locojax.models.common.layers import TORCH_DEFAULT_INIT, dense
+from locojax.models.globalsplat.camera_code import CameraCode
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
