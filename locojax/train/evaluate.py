@@ -1,5 +1,10 @@
 """Held-out evaluation: protocols by name -> per-scene PSNR / SSIM / LPIPS, Gaussian count and
-encoder time, sample renders, and optionally each scene's Gaussians (for .ply export).
+encoder time, the family's own diagnostics, sample renders, and optionally each scene's Gaussians
+(for .ply export).
+
+Family diagnostics: every entry `aux["diag/<name>"]` of shape [B] that a model's `predict` returns
+with train=False (e.g. LoCoSplat's Table 13 matching statistics, LocusGS's C_centroid dispersion) is
+recorded per scene as column `diag/<name>` and averaged in the summary.
 
 The eval iterator's last batch is padded (scene_id == -1); padded rows are dropped. Functions are
 jitted once per Evaluator, so evaluations during training never recompile.
@@ -22,6 +27,7 @@ from locojax.train import sharding as shd
 from locojax.train.step import cast_floats
 
 RESULT_FIELDS = ("scene", "psnr", "ssim", "lpips", "num_gaussians", "encoder_ms")
+DIAG_PREFIX = "diag/"
 
 
 def _lpips_fn():
@@ -54,7 +60,8 @@ class Evaluator:
             n_active = pred.aux.get("num_active_gaussians")
             if n_active is None:
                 n_active = jnp.full(gaussians.means.shape[:1], gaussians.means.shape[-2], jnp.int32)
-            return gaussians, n_active
+            diags = {k: jnp.asarray(v, jnp.float32) for k, v in pred.aux.items() if k.startswith(DIAG_PREFIX)}
+            return gaussians, n_active, diags
 
         def render_metrics(gaussians, target):
             renders = render(gaussians, target)
@@ -82,7 +89,7 @@ class Evaluator:
                 jax.block_until_ready(self._predict(params, batch.context, step))
                 self._warm = True
             t0 = time.perf_counter()
-            gaussians, n_active = jax.block_until_ready(self._predict(params, batch.context, step))
+            gaussians, n_active, diags = jax.block_until_ready(self._predict(params, batch.context, step))
             encoder_ms = (time.perf_counter() - t0) * 1e3 / max(len(keys), 1)
             rgb, depth, psnr, ssim = self._render_metrics(gaussians, batch.target)
             target = np.asarray(_fetch(batch.target.images))
@@ -92,13 +99,15 @@ class Evaluator:
             # Protocols with fewer targets for some scenes pad the view axis with index -1.
             valid_view = np.asarray(_fetch(batch.target.index)) >= 0  # [B, V]
             psnr, ssim, n_active = np.asarray(psnr), np.asarray(ssim), np.asarray(n_active)
+            diags = {k: np.asarray(v) for k, v in diags.items()}
             for i, key in enumerate(keys):
                 if i >= scene_id.shape[0] or scene_id[i] < 0:
                     continue  # padded scene
                 v = valid_view[i]
                 results.append(dict(scene=key, psnr=float(psnr[i][v].mean()), ssim=float(ssim[i][v].mean()),
                                     lpips=float(lp[i][v].mean()), num_gaussians=int(n_active[i]),
-                                    encoder_ms=float(encoder_ms)))
+                                    encoder_ms=float(encoder_ms),
+                                    **{k: float(d[i]) for k, d in diags.items()}))
                 if len(samples) < num_samples:
                     samples.append((key, np.asarray(_fetch(batch.context.images))[i], np.asarray(rgb)[i][v],
                                     target[i][v], np.asarray(depth)[i][v]))
@@ -122,9 +131,13 @@ def _gather_keys(local_keys: list[str], process_count: int) -> list[str]:
     return [k for part in shd.allgather_json(local_keys, process_count) for k in part]
 
 
+def _diag_keys(results: list[dict]) -> list[str]:
+    return sorted({k for r in results for k in r if k.startswith(DIAG_PREFIX)})
+
+
 def summarize(results: list[dict]) -> dict:
     out = {"num_scenes": len(results)}
-    for k in ("psnr", "ssim", "lpips", "num_gaussians", "encoder_ms"):
+    for k in ("psnr", "ssim", "lpips", "num_gaussians", "encoder_ms", *_diag_keys(results)):
         vals = np.array([r[k] for r in results], np.float64)
         out[k] = float(np.mean(vals)) if len(vals) else float("nan")
     return out
@@ -135,10 +148,11 @@ def write_results(results: list[dict], path_stem: str) -> tuple[str, str]:
     os.makedirs(os.path.dirname(path_stem) or ".", exist_ok=True)
     csv_path, json_path = path_stem + ".csv", path_stem + ".json"
     with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=RESULT_FIELDS)
+        fields = RESULT_FIELDS + tuple(_diag_keys(results))
+        w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for r in results:
-            w.writerow({k: r[k] for k in RESULT_FIELDS})
+            w.writerow({k: r.get(k, "") for k in fields})
     with open(json_path, "w") as f:
         json.dump({"scenes": results, "summary": summarize(results)}, f, indent=1)
     return csv_path, json_path

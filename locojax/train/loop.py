@@ -21,7 +21,7 @@ import numpy as np
 from locojax.models.registry import build_model
 from locojax.train import checkpoint as ckpt
 from locojax.train import sharding as shd
-from locojax.train.evaluate import Evaluator, summarize, write_results
+from locojax.train.evaluate import DIAG_PREFIX, Evaluator, summarize, write_results
 from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save_png
 from locojax.train.optimizer import make_optimizer
 from locojax.train.run_dir import check_or_save_config, write_run_json
@@ -118,7 +118,8 @@ def run_evaluation(run: Run, evaluator: Evaluator, params, step: int, data: Data
     if run.process_index == 0:
         record = dict(step=int(step), split="test", protocol=protocol, psnr=summary["psnr"],
                       ssim=summary["ssim"], lpips=summary["lpips"], num_scenes=summary["num_scenes"],
-                      encoder_ms=summary["encoder_ms"], eval_seconds=time.time() - t0)
+                      encoder_ms=summary["encoder_ms"], eval_seconds=time.time() - t0,
+                      **{k: v for k, v in summary.items() if k.startswith(DIAG_PREFIX)})
         logger.write(record, prefix="eval")
         write_results(results, os.path.join(workdir, "eval", f"{protocol}_step{int(step):07d}"))
         for key, context, pred, target, depth in samples:

@@ -66,7 +66,12 @@ def test_metrics_records(toy_run):
     assert [r["step"] for r in evals] == [0, 3, 6]  # before the first step, every 3, after the last
     for r in evals:
         assert np.isfinite(r["psnr"]) and np.isfinite(r["ssim"]) and "lpips" in r
+        assert np.isfinite(r["diag/color_std"])  # the family's per-scene diagnostic, averaged
     assert evals[-1]["psnr"] > evals[0]["psnr"]  # it learns
+    per_scene = json.load(open(os.path.join(toy_run["workdir"], "eval", "synthetic_step0000006.json")))["scenes"]
+    assert len(per_scene) == 3
+    np.testing.assert_allclose(np.mean([s["diag/color_std"] for s in per_scene]), evals[-1]["diag/color_std"],
+                               rtol=1e-6)
 
 
 def test_nonfinite_step_skipped(toy_run):
@@ -123,7 +128,7 @@ def test_evaluate_checkpoint_exports_ply(toy_run):
     logged = [r for r in _records(toy_run["workdir"]) if r.get("split") == "test" and r["step"] == 3][0]
     assert abs(out["summary"]["psnr"] - logged["psnr"]) < 1e-4  # same checkpoint, same numbers
     header = open(out["csv"]).readline().strip()
-    assert header == "scene,psnr,ssim,lpips,num_gaussians,encoder_ms"
+    assert header == "scene,psnr,ssim,lpips,num_gaussians,encoder_ms,diag/color_std"
     g = read_ply(out["ply"][0])
     assert g.means.shape == (32, 3) and g.sh.shape == (32, 1, 3)
 

@@ -12,6 +12,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from locojax.models.common.precision import PrecisionPolicy
 from locojax.models.interface import FINAL, LossTerm, Prediction
 from locojax.types import Gaussians
 
@@ -27,6 +28,7 @@ class ToyModel:
     name: str = "toy"
     nan_steps: tuple = ()  # steps (0-based) whose loss is NaN (tests of the non-finite guard)
     nan_from_step: int = -1  # every step from this one on is NaN (-1: never)
+    dtype: str = "float32"  # compute dtype of the MLP (config.precision)
 
     def init(self, rng, batch):
         v = batch.context.images.shape[1]
@@ -54,10 +56,12 @@ class ToyModel:
         b, v, hh, ww, _ = context.images.shape
         p = self.pool
         pooled = context.images.reshape(b, v, p, hh // p, p, ww // p, 3).mean(axis=(3, 5))
-        x = pooled.reshape(b, -1).astype(params["backbone"]["dense1"]["kernel"].dtype)
-        bb = params["backbone"]
+        dtype = PrecisionPolicy.from_config({}, self.dtype).dtype("mlp")
+        x = pooled.reshape(b, -1).astype(dtype)
+        bb = jax.tree_util.tree_map(lambda a: a.astype(dtype), params["backbone"])
         x = jax.nn.gelu(x @ bb["dense1"]["kernel"] + bb["dense1"]["bias"])
         colors = (x @ bb["dense2"]["kernel"] + bb["dense2"]["bias"]).reshape(b, self.num_gaussians, 3)
+        colors = colors.astype(jnp.float32)
         head = params["head"]
         colors = colors + head["color_bias"] + params["frozen"]["offset"]
         n = self.num_gaussians
@@ -69,7 +73,8 @@ class ToyModel:
             opacities=jnp.broadcast_to(jax.nn.sigmoid(head["opacity_logits"]), (b, n)),
             sh=(colors / SH_C0)[:, :, None, :],  # DC only: rgb = 0.5 + C0 * sh (gsplat)
         )
-        return Prediction(gaussians, {"colors": colors})
+        # a per-scene diagnostic: evaluation records every aux["diag/<name>"] of shape [B]
+        return Prediction(gaussians, {"colors": colors, "diag/color_std": jnp.std(colors, axis=(1, 2))})
 
     def loss_terms(self, params, batch, prediction, renders, *, step, rng):
         mse = jnp.mean((renders[FINAL].rgb - batch.target.images) ** 2)
@@ -86,4 +91,5 @@ class ToyModel:
 def build(config):
     m = config.get("model", {})
     return ToyModel(num_gaussians=int(m.get("num_gaussians", 64)), hidden=int(m.get("hidden", 32)),
-                    nan_steps=tuple(m.get("nan_steps", ())), nan_from_step=int(m.get("nan_from_step", -1)))
+                    nan_steps=tuple(m.get("nan_steps", ())), nan_from_step=int(m.get("nan_from_step", -1)),
+                    dtype=str(config.get("precision", "float32")))
