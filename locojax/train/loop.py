@@ -161,9 +161,10 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     run = build_run(config, peek_batch(train_iter), model)
     total = int(config.total_steps)
     manager = ckpt.make_manager(workdir, int(config.keep_checkpoints))
-    latest = manager.latest_step()
-    if latest is not None:
-        state, data_states = ckpt.restore(manager, latest, run.abstract_state, run.state_shardings)
+    restored = ckpt.restore_latest_intact(manager, workdir, run.abstract_state, run.state_shardings)
+    latest = None if restored is None else restored[0]
+    if restored is not None:
+        _, state, data_states = restored
         train_iter.set_state(data_states["processes"][run.process_index])
         start = int(latest)
     else:
