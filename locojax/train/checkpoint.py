@@ -120,6 +120,7 @@ def _captured_stderr_fd():
             yield flag
         finally:
             if not flag["ok"]:
+                _drop_closed_loop_noise()
                 time.sleep(0.3)
             sys.stderr.flush()
             os.dup2(saved, 2)
@@ -129,6 +130,23 @@ def _captured_stderr_fd():
                 text = tmp.read().decode(errors="replace")
                 if text:
                     sys.stderr.write(text)
+
+
+def _drop_closed_loop_noise() -> None:
+    """After a failed restore, tensorstore callbacks that arrive on orbax's closed event loop raise
+    "Event loop is closed" in threads that cannot report it (sys.unraisablehook): ignore exactly those."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_locojax_filter", False):
+        return
+
+    def hook(unraisable):
+        exc = unraisable.exc_value
+        if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
+            return
+        previous(unraisable)
+
+    hook._locojax_filter = True
+    sys.unraisablehook = hook
 
 
 def step_path(manager, step: int) -> str:

@@ -123,7 +123,7 @@ def run_evaluation(run: Run, evaluator: Evaluator, params, step: int, data: Data
         logger.write(record, prefix="eval")
         write_results(results, os.path.join(workdir, "eval", f"{protocol}_step{int(step):07d}"))
         for key, context, pred, target, depth in samples:
-            grid = sample_grid(context, pred, target)
+            grid = sample_grid(context, pred, target, depth)
             save_png(os.path.join(workdir, "samples", f"step{int(step):07d}_{_safe(key)}.png"), grid)
             logger.image(f"samples/{_safe(key)}", grid, int(step))
         msg = (f"eval step {int(step)} [{protocol}, {summary['num_scenes']} scenes]: "
