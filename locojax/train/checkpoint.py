@@ -26,6 +26,7 @@ import threading
 import time
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 CHECKPOINT_DIR = "checkpoints"
@@ -200,6 +201,25 @@ def restore_latest_intact(manager, workdir: str, abstract_state, shardings, log=
             continue
         return int(step), state, data
     return None
+
+
+def restore_raw_params(manager, step: int) -> dict:
+    """The `params` sub-tree of checkpoint `step` as host numpy arrays, without a target structure
+    (another run's checkpoint: its optimizer state may differ from ours)."""
+    with _captured_stderr_fd() as quiet:
+        try:
+            path = os.path.join(step_path(manager, step), "state")
+            checkpointer = ocp.PyTreeCheckpointer()
+            meta = checkpointer.metadata(path)
+            tree = getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
+            tree = getattr(tree, "tree", tree)
+            restore_args = jax.tree_util.tree_map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree)
+            out = {"state": checkpointer.restore(path, args=ocp.args.PyTreeRestore(restore_args=restore_args))}
+        except Exception as e:  # noqa: BLE001
+            raise CorruptCheckpointError(f"checkpoint step {step} ({step_path(manager, step)}) cannot be "
+                                         f"read: {_first_line(e)}", step, step_path(manager, step)) from e
+        quiet["ok"] = True
+    return out["state"]["params"]
 
 
 class StopSignal:
