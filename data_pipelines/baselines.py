@@ -3,7 +3,14 @@ model cannot score well by copying: "nearest context view" (the context image wh
 is closest to the target's, copied as the prediction) and "mean colour" (every pixel = the mean
 colour of the context images). PSNR in dB on [0, 1] images, averaged over target views.
 
+    python -m data_pipelines.baselines --config=NAME [--config.KEY=VALUE ...] [--protocol=...]
+    python -m data_pipelines.baselines --workdir=RUN_DIR [--protocol=...]
     python -m data_pipelines.baselines [--protocol=synthetic] [--views=2,6] [--image_size=256] [--data_dir=...]
+
+With --config (the same name and overrides as `experiments.train`) or --workdir (a run's own
+config.json) the baselines see exactly the scenes, views and image size that run is evaluated on
+(its protocol, eval.num_scenes, data_dir): the numbers to put beside its held-out PSNR. Without
+either, a standalone synthetic dataset is built from the remaining flags.
 """
 
 from __future__ import annotations
@@ -39,21 +46,65 @@ def evaluate(config, protocol: str) -> dict:
                 mean = ctx.images[b].mean(axis=(0, 1, 2))
                 mean_colour.append(psnr(np.broadcast_to(mean, tgt.images[b, v].shape), tgt.images[b, v]))
     return {"protocol": protocol, "num_context_views": int(batch.context.images.shape[1]),
+            "image_shape": list(batch.context.images.shape[2:4]),
             "scenes": it.report["evaluated"], "target_views": len(nearest),
             "psnr_nearest_context_view": round(float(np.mean(nearest)), 2),
             "psnr_mean_colour": round(float(np.mean(mean_colour)), 2)}
 
 
+def run_config(name, overrides, workdir):
+    """The config a run is evaluated with: a named config + overrides, or a run's config.json."""
+    if workdir is not None:
+        from locojax.train.render_run import run_config as saved
+
+        return saved(workdir)
+    import configs
+
+    config = configs.get_config(name)
+    configs.apply_overrides(config, overrides)
+    return config
+
+
 def main(argv=None) -> int:
+    import configs
+    from data_pipelines.errors import DatasetError
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        overrides, argv = configs.parse_overrides(argv)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     p = argparse.ArgumentParser(prog="python -m data_pipelines.baselines", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--protocol", default="synthetic")
+    p.add_argument("--config", default=None, help="a training config name (+ --config.KEY=VALUE overrides)")
+    p.add_argument("--workdir", default=None, help="a run directory: use its config.json")
+    p.add_argument("--protocol", default=None, help="default: the config's, else synthetic")
     p.add_argument("--views", default="2,6", help="context view counts (synthetic protocol only)")
     p.add_argument("--image_size", type=int, default=256)
     p.add_argument("--data_dir", default=None)
     p.add_argument("--num_train", type=int, default=None, help="synthetic_num_train_scenes (default config)")
     p.add_argument("--num_test", type=int, default=None)
     args = p.parse_args(argv)
+    if args.config or args.workdir:
+        from locojax.train.loop import eval_config, eval_protocol
+
+        try:
+            config = run_config(args.config, overrides, args.workdir)
+            from data_pipelines.config import top_value
+            from data_pipelines.datasets import check_dataset
+
+            check_dataset(top_value(config, "dataset", "synthetic"))  # the run's (even if the protocol's differs)
+            result = evaluate(eval_config(config), eval_protocol(config, args.protocol))
+        except (DatasetError, FileNotFoundError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(json.dumps(result))
+        return 0
+    if overrides:
+        print("error: --config.KEY overrides need --config=NAME", file=sys.stderr)
+        return 2
+    args.protocol = args.protocol or "synthetic"
     results = []
     views = [int(v) for v in args.views.split(",")] if args.protocol == "synthetic" else [None]
     for v in views:

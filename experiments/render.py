@@ -31,13 +31,14 @@ def main(argv=None) -> int:
     parser.add_argument("--no_gif", action="store_true", help="write the mp4 only")
     args = parser.parse_args(argv)
 
+    from data_pipelines.errors import DatasetError
     from locojax.train.checkpoint import CorruptCheckpointError
     from locojax.train.render_run import render_video
 
     try:
         render_video(args.workdir, scene=args.scene, path=args.path, frames=args.frames, step=args.step,
                      fps=args.fps, protocol=args.protocol, gif=not args.no_gif)
-    except (CorruptCheckpointError, FileNotFoundError, ValueError) as e:
+    except (CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
