@@ -2,7 +2,7 @@
 
 predict (context Views in the canonical frame -> Gaussians [B, N, ...] at full capacity
 N = num_latents x 2^final_stage; lower curriculum stages are padded with zero-opacity copies, see
-`decoder.py`), loss_terms (appendix 0.B.3, `locojax.losses.globalsplat`), param_labels.
+`decoder.py`), loss_terms (appendix 0.B.3, `locojax.models.globalsplat.losses`), param_labels.
 
 With the consistency loss on and `train=True`, predict runs the two interleaved context subsets as
 one 2B batch (as the official trainer does), returns subset A's Gaussians as the final set and
@@ -19,11 +19,12 @@ from typing import Any, Mapping
 import jax
 import jax.numpy as jnp
 
-from locojax.geometry.cameras import denormalize_intrinsics, c2w_to_w2c
+from locojax import losses
+from locojax.geometry.cameras import c2w_to_w2c, denormalize_intrinsics
 from locojax.geometry.scene_normalization import globalsplat_frame_jax, to_frame_jax
-from locojax.losses import globalsplat as gl
 from locojax.models.common.frames import gaussians_from_frame
 from locojax.models.globalsplat import curriculum as cc
+from locojax.models.globalsplat import losses as gl
 from locojax.models.globalsplat.decoder import SCALE_MAX, DecodedStage, decode_padded
 from locojax.models.globalsplat.network import GlobalSplatNet, NetConfig
 from locojax.models.globalsplat.rotation import rotation_6d_to_quaternion
@@ -177,7 +178,7 @@ class GlobalSplatModel:
                       target: Views) -> dict:
         h, w = context.image_shape
         lc = self.loss_cfg
-        out = {"mse": gl.mse(renders.rgb, target.images)}
+        out = {"mse": losses.mse(renders.rgb, target.images)}
         if lc.lpips_weight > 0:
             out["lpips"] = self._lpips(params, renders.rgb, target.images)
         out["frustum"] = gl.frustum_loss(
@@ -187,18 +188,11 @@ class GlobalSplatModel:
         return out
 
     def _lpips(self, params, pred, target):
-        from locojax.metrics.lpips import lpips_with_params
-        from locojax.metrics.lpips_weights import lpips_vgg_params
-
         if LPIPS_KEY in params:
-            params = jax.lax.stop_gradient(params[LPIPS_KEY])
-        elif self._lpips_params is not None:
-            params = self._lpips_params
-        else:  # e.g. params converted from torch without init: weights become jit constants
-            params = lpips_vgg_params()
-        flat = lambda x: x.reshape((-1,) + x.shape[-3:]).astype(jnp.float32)  # noqa: E731
-        return jnp.mean(lpips_with_params(params, flat(pred), flat(target),
-                                          precision=jax.lax.Precision.DEFAULT))
+            weights = params[LPIPS_KEY]
+        else:  # e.g. params converted from torch without init: None loads them (jit constants)
+            weights = self._lpips_params
+        return losses.lpips(pred, target, params=weights)
 
     def loss_terms(self, params, batch: Batch, prediction: Prediction, renders: Mapping[str, RenderOutput],
                    *, step, rng=None) -> Mapping[str, LossTerm]:
