@@ -67,9 +67,9 @@ class CandidateHeads(nn.Module):
 
     dim: int
     num_candidates: int
-    sh_degree: int = 3
-    opacity_offset: float = -5.0
-    log_scale_offset: float = -2.0
+    sh_degree: int
+    opacity_offset: float
+    log_scale_offset: float
     dtype: Any = jnp.float32
 
     @nn.compact
