@@ -25,12 +25,13 @@ def main(argv=None) -> int:
     cli.maybe_initialize_distributed(args)
 
     from data_pipelines.errors import DatasetError
+    from locojax.train.checkpoint import CorruptCheckpointError
     from locojax.train.loop import NonFiniteError, train_and_evaluate
     from locojax.train.run_dir import ConfigMismatchError
 
     try:
         out = train_and_evaluate(config, args.workdir, init_from=args.init_from)
-    except (ConfigMismatchError, DatasetError, FileNotFoundError) as e:
+    except (ConfigMismatchError, CorruptCheckpointError, DatasetError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except NonFiniteError as e:
