@@ -52,6 +52,13 @@ def _preservation_policy(keep: int):
     ])
 
 
+def has_checkpoint(workdir: str) -> bool:
+    """Whether `workdir/checkpoints/` holds a step directory (without opening a manager, which would
+    create the directory)."""
+    path = os.path.join(workdir, CHECKPOINT_DIR)
+    return os.path.isdir(path) and any(name.isdigit() for name in os.listdir(path))
+
+
 def make_manager(workdir: str, keep: int, async_save: bool = True) -> ocp.CheckpointManager:
     policy = _preservation_policy(keep)
     kwargs = dict(create=True, enable_async_checkpointing=async_save)
