@@ -1,0 +1,110 @@
+"""The depth branch's configuration and output (the interface the LoCoSplat model calls).
+
+Defaults are LoCoSplat's 6-view model (paper sec. 2.1, B.1; `shared/design/locosplat_facts.md` 1-7);
+values the paper does not state are VolSplat's official command (marked [inf]). Tiny presets override
+widths in `configs/locosplat.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Tuple
+
+import flax.struct
+import jax
+
+# DINOv2 trunks: (embed_dim, heads, blocks, tapped layers). "tiny" is the fixtures' trunk: DINOv2('vitb')
+# settings with embed_dim 64 and 4 heads (shared/fixtures/depth_anything_v2/README.md).
+TRUNKS = {
+    "vitb": (768, 12, 12, (2, 5, 8, 11)),
+    "vits": (384, 6, 12, (2, 5, 8, 11)),
+    "tiny": (64, 4, 12, (2, 5, 8, 11)),
+}
+
+# Which convolutions of the regressor are depthwise-separable (3x3 depthwise + 1x1 pointwise) when
+# `depthwise_separable` is on. The paper (sec. 2.1, B.1) says only "depthwise-separable, half-width";
+# our choice: every 3x3 conv inside the regressor UNet (its res blocks, down/up-sampling convs and the
+# output conv) and the regressor's input conv; the depth head's two convs and the 1x1 residual stay dense
+# (they are small and the head decides the matching distribution).
+DW_SEPARABLE_CHOICES = ("none", "regressor")
+
+
+@dataclasses.dataclass(frozen=True)
+class DepthBranchConfig:
+    # Cost volume (sec. 2.1): D candidates linear in inverse depth over [1/far, 1/near] at scale 0,
+    # D / 4 local candidates at each later scale (DepthSplat `MultiViewUniMatch`).
+    num_candidates: int = 64
+    num_scales: int = 2  # [inf] VolSplat's command: num_scales=2, upsample_factor=2, lowest res 1/4
+    near: float = 0.5  # defaults of the dataset's near/far (the branch uses the near/far it is given)
+    far: float = 100.0
+    num_neighbours: int = 2  # cross-attention / cost volume against the 2 nearest cameras (sec. 2.1)
+
+    # Monocular trunk (DepthAnythingV2 DINOv2), frozen unless trunk_trainable.
+    trunk: str = "vitb"
+    trunk_trainable: bool = False
+    trunk_weights: str = ""  # .npz written by `python -m experiments.import_weights`
+    # Trainable per-tap projection of the trunk's tokens ("four trainable 768 -> 384 projections",
+    # B.1); 0 = none (DepthSplat, and the single-scale fixture).
+    mono_proj_dim: int = 384
+
+    # UniMatch CNN + multi-view swin transformer (1/4 resolution).
+    feature_channels: int = 128
+    transformer_layers: int = 6
+    transformer_heads: int = 1
+    ffn_expansion: int = 4
+    attn_splits: int = 2
+
+    # Regressor (UNet with cross-view attention). VolSplat 128 at scale 0 (halved each scale);
+    # LoCoSplat halves it (64) [inf] and makes it depthwise-separable.
+    unet_channels: int = 64
+    unet_channel_mult: Tuple[int, ...] = (1, 1, 1)
+    unet_num_res_blocks: int = 1
+    unet_attn_resolutions: Tuple[int, ...] = (4,)
+    unet_head_channels: int = 32
+    depthwise_separable: str = "regressor"  # one of DW_SEPARABLE_CHOICES
+
+    # DPT depth upsampler (ViT-S widths, sec. 2.1 [inf]) and the DPT feature head (64-d per pixel).
+    upsampler_features: int = 32
+    upsampler_out_channels: Tuple[int, ...] = (48, 96, 192, 384)
+    feature_head_features: int = 64
+    feature_head_out_channels: Tuple[int, ...] = (48, 96, 192, 384)
+    feature_dim: int = 64
+
+    def __post_init__(self):
+        if self.trunk not in TRUNKS:
+            raise ValueError(f"model.depth.trunk={self.trunk!r}: expected one of {sorted(TRUNKS)}")
+        if self.depthwise_separable not in DW_SEPARABLE_CHOICES:
+            raise ValueError(f"model.depth.depthwise_separable={self.depthwise_separable!r}: "
+                             f"expected one of {DW_SEPARABLE_CHOICES}")
+        if self.num_scales not in (1, 2, 3):
+            raise ValueError(f"model.depth.num_scales={self.num_scales}: expected 1, 2 or 3")
+        if self.num_candidates % (4 ** (self.num_scales - 1)):
+            raise ValueError(f"model.depth.num_candidates={self.num_candidates} must divide by "
+                             f"4**(num_scales-1)")
+
+    @property
+    def trunk_dim(self) -> int:
+        return TRUNKS[self.trunk][0]
+
+    @property
+    def mono_dim(self) -> int:
+        """Channels of the monocular features the regressor and the DPT heads see."""
+        return self.mono_proj_dim or self.trunk_dim
+
+    @property
+    def upsample_factor(self) -> int:
+        """Factor from the last scale's resolution to full resolution (1/4 at scale 0, x2 per scale)."""
+        return 4 // (2 ** (self.num_scales - 1)) if self.num_scales <= 3 else 1
+
+
+@flax.struct.dataclass
+class DepthBranchOutput:
+    """depth [B, V, H, W] final z-depth (metres); coarse_depth [B, V, H/4, W/4] scale-0 z-depth;
+    dpt_features [B, V, H, W, feature_dim]; peak_prob [B, V, H, W, 1] (last scale's max matching
+    probability, nearest-upsampled); match_prob0 [B, V, H/4, W/4, D] (scale-0 distribution, Table 13)."""
+
+    depth: jax.Array
+    coarse_depth: jax.Array
+    dpt_features: jax.Array
+    peak_prob: jax.Array
+    match_prob0: jax.Array
