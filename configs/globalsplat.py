@@ -13,13 +13,20 @@ only), `loss.consistency=False`, `model.curriculum=False` (direct full-capacity 
 Presets with those switches: `16k_single_stream`, `16k_plucker_only`, `16k_no_consistency`,
 `16k_direct`.
 
-`model.dtype` follows the top-level `precision` and `model.remat` the top-level `remat` (field
-references) unless set explicitly.
+Every default is written once, in `locojax/models/globalsplat/config.py` (`ModelConfig`,
+`LossConfig`); this file only changes single values per preset. `model.precision.{tokenizer,
+encoder,heads}` follow the top-level `precision` and `model.remat` the top-level `remat` (field
+references) unless set explicitly, e.g. `--config.precision=bfloat16
+--config.model.precision.heads=float32`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_collections
+
+from locojax.models.globalsplat.config import PRECISION_PARTS, LossConfig, ModelConfig
 
 PRESETS = ("16k", "32k", "2k", "tiny", "16k_single_stream", "16k_plucker_only",
            "16k_no_consistency", "16k_direct")
@@ -41,55 +48,21 @@ def _base():
 
 
 def model_config(config) -> ml_collections.ConfigDict:
-    """All of GlobalSplat's architecture hyper-parameters (Table 6 = the 16k values)."""
-    return ml_collections.ConfigDict(dict(
-        num_latents=2048,          # M latent scene tokens
-        dim_latents=512,           # d
-        dim_rgb=512,               # RGB token width
-        dim_rays=256,              # Plücker / camera token width (eq. 6)
-        patch_size=8,
-        rounds=4,                  # B encoder blocks
-        self_attention_per_round=2,  # L
-        num_heads=8,
-        num_candidates=16,         # K_s candidates per token
-        gaussians_per_token=8,     # 2^final_stage
-        sh_degree=3,
-        mean_offset=(0.0, 0.0, 1.5),
-        log_scale_offset=-2.0,
-        scale_max=0.05,            # s_max of eq. 46 (canonical units); clamp at s_max * e^2
-        opacity_offset=-5.0,
-        single_stream=False,       # Table 5 "single-stream"
-        camera_code=True,          # False: Table 5 "Plücker only"
-        curriculum=True,           # False: Table 5 "direct full-capacity prediction"
-        # Stage s starts at boundaries[s-1] (eq. 35 table); the 4th value (ours) only matters for
-        # gaussians_per_token=16.
-        stage_boundaries=(10_000, 20_000, 50_000, 80_000),
-        stage_ramp_steps=2_000,
-        gate_tau=1.0,
-        eval_full_capacity=True,   # evaluation (train=False) decodes the final stage
-        # "context": the model canonicalises the context cameras itself (eqs. 3-5) and returns the
-        # Gaussians in the input frame (works whether or not the data pipeline normalised the scene);
-        # "none": trust the data to be in GlobalSplat's canonical frame (the official setup).
-        normalize_scene="context",
-        attention_impl="xla",      # "cudnn": fused flash attention on NVIDIA GPUs (bf16)
-        # Queries per attention chunk on the XLA path (exact; bounds the [B, H, chunk, tokens]
-        # logits, which unchunked are 1.08 GB per cross-attention at 16k); 0/None: unchunked.
-        # Ignored by attention_impl="cudnn" (its fused kernel never materialises the logits).
-        attention_query_chunk=256,
-        dtype=config.get_ref("precision"),
-        remat=config.get_ref("remat"),
-    ))
+    """`config.model`: GlobalSplat's architecture (defaults: `ModelConfig`, Table 6 = the 16k values),
+    plus `remat` and `precision.{tokenizer,encoder,heads}`, which follow the run-wide `config.remat` /
+    `config.precision` (field references) unless set."""
+    model = ml_collections.ConfigDict(dataclasses.asdict(ModelConfig()))
+    # identity(): a reference of its own per key, so setting one (e.g. model.precision.heads) leaves
+    # config.precision and the other parts alone (assigning to a shared reference would set them all).
+    model.remat = config.get_ref("remat").identity()
+    model.precision = ml_collections.ConfigDict(
+        {part: config.get_ref("precision").identity() for part in PRECISION_PARTS})
+    return model
 
 
 def loss_config() -> ml_collections.ConfigDict:
-    """Table 6 / appendix 0.B.3 weights."""
-    return ml_collections.ConfigDict(dict(
-        mse_weight=2.0, lpips_weight=1.0,
-        frustum_weight=1e-2, frustum_tau=10.0, frustum_max_depth=100.0,
-        decoder_weight=1e-2, opacity_weight=1e-2, alpha_max=0.2,
-        consistency=True, consistency_alpha_weight=1e-3, consistency_depth_weight=1e-2,
-        consistency_support=1e-2,
-    ))
+    """`config.loss`: Table 6 / appendix 0.B.3 weights (defaults: `LossConfig`)."""
+    return ml_collections.ConfigDict(dataclasses.asdict(LossConfig()))
 
 
 def _paper_training(config):

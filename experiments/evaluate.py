@@ -32,6 +32,7 @@ def main(argv=None) -> int:
     config = cli.resolve_config(args.config, overrides)
     cli.maybe_initialize_distributed(args)
 
+    from locojax.train.checkpoint import CorruptCheckpointError
     from locojax.train.eval_run import evaluate_checkpoint
     from locojax.train.run_dir import ConfigMismatchError
 
@@ -41,7 +42,7 @@ def main(argv=None) -> int:
     try:
         out = evaluate_checkpoint(config, args.workdir, step=args.step, protocol=args.protocol,
                                   export_ply=export)
-    except (ConfigMismatchError, FileNotFoundError, ValueError) as e:
+    except (ConfigMismatchError, CorruptCheckpointError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.compare:

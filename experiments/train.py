@@ -18,6 +18,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     cli.add_common_args(parser)
+    parser.add_argument("--init_from", default=None,
+                        help="a run directory (e.g. from experiments.import_weights) whose params start this run")
     args, overrides = cli.parse(parser, argv)
     config = cli.resolve_config(args.config, overrides)
     cli.maybe_initialize_distributed(args)
@@ -26,8 +28,8 @@ def main(argv=None) -> int:
     from locojax.train.run_dir import ConfigMismatchError
 
     try:
-        out = train_and_evaluate(config, args.workdir)
-    except ConfigMismatchError as e:
+        out = train_and_evaluate(config, args.workdir, init_from=args.init_from)
+    except (ConfigMismatchError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except NonFiniteError as e:

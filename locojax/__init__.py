@@ -5,7 +5,7 @@ Sub-packages (each one job):
   geometry   camera conventions, intrinsics, Plücker rays, scene normalisation
   render     differentiable tile rasterizer with gsplat 1.5.3 semantics
   metrics    PSNR / SSIM / LPIPS as the pixelSplat evaluation code computes them
-  losses     rendering losses and the papers' regularisers
+  losses     family-neutral loss terms (MSE, D-SSIM, LPIPS, visibility)
   models     GlobalSplat (and, later, LoCoSplat, LocusGS/TokenGS)
 """
 

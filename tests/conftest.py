@@ -58,3 +58,28 @@ def _release_compiled_executables():
     if jax is not None:
         jax.clear_caches()
     release_freed_memory()
+
+
+TINY_RUN_OVERRIDES = (
+    "total_steps=2", "log_every=1", "eval_every=2", "checkpoint_every=1", "keep_checkpoints=3",
+    "eval.lpips=false", "eval.num_sample_images=1", "progress_bar=false",
+    # As tests/train/test_train_globalsplat_e2e.py: same compiled functions (persistent cache hits).
+    "model.stage_boundaries=(2,4,6)", "model.stage_ramp_steps=1", "data.synthetic_num_train_scenes=4", "data.synthetic_num_test_scenes=2",
+    "data.synthetic_image_size=32", "data.synthetic_num_frames=16", "data.image_shape=(32,32)",
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """One globalsplat_tiny run trained for 2 steps on 32 px synthetic scenes (checkpoints at steps
+    1 and 2), shared by the tests of the tools that use a trained model. Tests that alter a run
+    copy `workdir` first (`shutil.copytree`)."""
+    import configs
+    from locojax.train.loop import train_and_evaluate
+
+    root = tmp_path_factory.mktemp("tiny_run")
+    overrides = list(TINY_RUN_OVERRIDES) + [f"data.data_dir={root / 'data'}"]
+    config = configs.get_config("globalsplat_tiny")
+    configs.apply_overrides(config, overrides)
+    train_and_evaluate(config, str(root / "wd"))
+    return dict(workdir=root / "wd", config=config, overrides=overrides)

@@ -99,7 +99,7 @@ def run(args) -> dict:
 
     config = configs.get_config(args.config)
     if args.dtype:
-        config.model.dtype = args.dtype
+        config.precision = args.dtype  # every part (config.model.precision.* follow it)
     if args.remat:
         config.model.remat = True
     if args.attention:
@@ -144,7 +144,7 @@ def run(args) -> dict:
     peak, peak_kind = _peak_memory_bytes()
     result = {
         "config": args.config, "device": str(jax.devices()[0].device_kind), "backend": jax.default_backend(),
-        "dtype": str(config.model.dtype), "remat": bool(config.model.remat),
+        "dtype": str(config.precision), "remat": bool(config.model.remat),
         "views": v, "targets": t, "resolution": r, "parameters": n_params,
         "num_gaussians": int(gaussians.means.shape[1]),
         "encoder_ms": enc_s * 1e3, "render_ms_all_targets": render_s * 1e3,

@@ -1,32 +1,20 @@
-"""Training losses. Each loss is a pure function whose weights are arguments (copied from configs).
+"""Family-neutral loss terms; a family combines them with weights from its config.
 
-  rendering   MSE + lambda * LPIPS (LoCoSplat, GlobalSplat), MSE + 0.2 * (1 - SSIM) (LocusGS/TokenGS)
-  visibility  LocusGS/TokenGS visibility regularisation over Gaussian and anchor centres (eqs. 27-29)
-  globalsplat GlobalSplat's regularisers and two-subset consistency loss (written by the GlobalSplat
-              engineer; imported lazily so this package never depends on it)
+    from locojax import losses
+    losses.mse(pred, target)                        # scalar
+    losses.dssim(pred, target, padding="same")      # (1 - SSIM) / 2, scalar
+    losses.lpips(pred, target, params=lpips_params) # scalar, gradients into pred only
+    losses.visibility_loss(points, c2w, intrinsics) # TokenGS/LocusGS eqs. 27-28, [...]
+
+  photometric  mse, dssim ('valid' skimage or 'same' fused-ssim SSIM), lpips
+  visibility   out_of_view_penalty (eq. 27), visibility_loss (eq. 28, clamped as TokenGS)
+
+Family-specific objectives live with the family: `locojax/models/<family>/` (e.g.
+`locojax.models.globalsplat.losses`), their paper weights in `configs/<family>.py` (and
+`configs/paper_losses.py` for the constant tables of families being written).
 """
 
-from locojax.losses.rendering import (
-    GLOBALSPLAT,
-    LOCOSPLAT,
-    LOCUSGS,
-    locosplat_loss,
-    mse,
-    mse_lpips_loss,
-    mse_ssim_loss,
-    rendering_loss,
-)
-from locojax.losses.visibility import (
-    locusgs_visibility_regularizer,
-    out_of_view_penalty,
-    supervised_layer_weights,
-    visibility_loss,
-)
+from locojax.losses.photometric import dssim, lpips, mse
+from locojax.losses.visibility import out_of_view_penalty, visibility_loss
 
-
-def __getattr__(name):
-    if name == "globalsplat":
-        import importlib
-
-        return importlib.import_module("locojax.losses.globalsplat")
-    raise AttributeError(f"module 'locojax.losses' has no attribute {name!r}")
+__all__ = ["mse", "dssim", "lpips", "out_of_view_penalty", "visibility_loss"]

@@ -1,12 +1,13 @@
-"""LocusGS visibility regularisation (paper 002, eqs. 27-29), following TokenGS.
+"""Visibility regularisation of TokenGS and LocusGS (paper 002, eqs. 27-28).
 
 A 3D point x is projected into every supervision view t; with (u~, v~) its projected coordinates
 normalised so the image spans [-1, 1] (u~ = 2 u / W - 1 for pixel u, gsplat's pixel convention),
   phi_t(x) = ReLU(|u~| - 1) + ReLU(|v~| - 1)                           (eq. 27)
   L_vis(X) = 1/|X| sum_x min_t phi_t(x)                                  (eq. 28)
 so a point inside at least one view's image costs nothing and one outside all of them is pulled
-towards the nearest image border. LocusGS applies it to the decoded Gaussian centres (lambda_G = 1.0)
-and to the anchor centres (lambda_A = 0.1) of every supervised decoder layer (eq. 29).
+towards the nearest image border. LocusGS applies it to the decoded Gaussian centres and to the
+anchor centres of every supervised decoder layer (eq. 29); those weights and the layer weights
+(eq. 30) are the family's (`configs/paper_losses.py:locusgs_loss_config`).
 
 Choices where the paper is silent, taken from TokenGS's released loss:
   * the per-point penalty is clamped at `max_penalty` = 1.0 (TokenGS `visibility_distance_threshold`)
@@ -26,9 +27,6 @@ import jax
 import jax.numpy as jnp
 
 from locojax.geometry.cameras import c2w_to_w2c
-
-LAMBDA_GAUSSIAN = 1.0  # lambda_G of eq. 29
-LAMBDA_ANCHOR = 0.1  # lambda_A of eq. 29
 
 
 @functools.partial(jax.jit, static_argnames=("near", "max_penalty"))
@@ -76,30 +74,3 @@ def visibility_loss(points, c2w, intrinsics, *, near: float = 0.01, max_penalty:
     phi = out_of_view_penalty(points, c2w, intrinsics, near=near, max_penalty=max_penalty)
     per_point = jnp.minimum(jnp.min(phi, axis=-2), max_penalty)  # min over supervision views, then clamp
     return jnp.mean(per_point, axis=-1)
-
-
-def locusgs_visibility_regularizer(gaussian_means, anchor_means, c2w, intrinsics, *,
-                                   lambda_gaussian: float = LAMBDA_GAUSSIAN, lambda_anchor: float = LAMBDA_ANCHOR,
-                                   near: float = 0.01, max_penalty: float = 1.0):
-    """lambda_G L_vis({mu^G_ik}) + lambda_A L_vis({mu_i}) of eq. 29 for one supervised layer.
-
-    Args:
-      gaussian_means: [..., N, K, 3] (or already flat [..., N*K, 3]) decoded Gaussian centres.
-      anchor_means: [..., N, 3] anchor centres.
-      c2w, intrinsics: [..., V, 4, 4], [..., V, 3, 3] supervision views (normalized intrinsics).
-    Returns:
-      (scalar-per-batch [...] loss, {"vis_gaussian": [...], "vis_anchor": [...]}).
-    """
-    if gaussian_means.ndim == anchor_means.ndim + 1:
-        gaussian_means = gaussian_means.reshape(gaussian_means.shape[:-3] + (-1, 3))
-    vis_g = visibility_loss(gaussian_means, c2w, intrinsics, near=near, max_penalty=max_penalty)
-    vis_a = visibility_loss(anchor_means, c2w, intrinsics, near=near, max_penalty=max_penalty)
-    return lambda_gaussian * vis_g + lambda_anchor * vis_a, {"vis_gaussian": vis_g, "vis_anchor": vis_a}
-
-
-def supervised_layer_weights(num_layers: int):
-    """w_m = m / sum_n n, m = 1..M (eq. 30): later decoder layers weigh more; they sum to 1."""
-    if num_layers < 1:
-        raise ValueError(f"supervised_layer_weights: num_layers must be >= 1, got {num_layers}")
-    m = jnp.arange(1, num_layers + 1, dtype=jnp.float32)
-    return m / jnp.sum(m)

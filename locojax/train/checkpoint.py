@@ -5,18 +5,40 @@ with the best held-out PSNR (checkpoints saved at evaluations carry {"psnr": ...
 Saving is asynchronous (training continues while arrays are written); orbax writes into a temporary
 directory and renames it when complete, so a run killed mid-save leaves the previous checkpoints
 valid and the partial one ignored.
+
+A checkpoint that exists but cannot be read (a truncated or altered file) raises
+`CorruptCheckpointError`, one line naming the step and the earlier checkpoints; orbax's own noise
+(tensorstore callbacks printing "Event loop is closed" tracebacks from C++ threads, straight to file
+descriptor 2) is captured during the restore and dropped on failure, replayed on success.
+`restore_latest_intact` (resume) moves a corrupt checkpoint aside to `DIR/checkpoints_corrupt/<step>`
+(never deletes it) and falls back to the previous one, saying so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
+import sys
+import tempfile
 import threading
+import time
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 CHECKPOINT_DIR = "checkpoints"
+CORRUPT_DIR = "checkpoints_corrupt"
+
+
+class CorruptCheckpointError(RuntimeError):
+    """A checkpoint step that exists but cannot be restored."""
+
+    def __init__(self, message: str, step: int, path: str):
+        super().__init__(message)
+        self.step, self.path = step, path
 
 
 def _preservation_policy(keep: int):
@@ -67,6 +89,137 @@ def restore(manager, step: int, abstract_state, shardings):
         args=ocp.args.Composite(state=ocp.args.StandardRestore(target), data=ocp.args.JsonRestore()),
     )
     return out["state"], out["data"]
+
+
+def _first_line(e: BaseException, limit: int = 240) -> str:
+    """First line of the innermost cause (orbax wraps tensorstore's precise message)."""
+    seen = {id(e)}
+    while (e.__cause__ or e.__context__) is not None and id(e.__cause__ or e.__context__) not in seen:
+        e = e.__cause__ or e.__context__
+        seen.add(id(e))
+    text = (str(e).strip().splitlines() or [""])[0]
+    text = f"{type(e).__name__}: {text}" if text else type(e).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+@contextlib.contextmanager
+def _captured_stderr_fd():
+    """Redirect file descriptor 2 to a temporary file for the block. Yields a dict whose "ok" the block
+    sets on success: then the captured text is written back to stderr; otherwise it is dropped (a
+    failed orbax restore leaves tensorstore threads printing tracebacks for a moment: wait for them)."""
+    flag = {"ok": False}
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real fd 2 (embedded interpreters): nothing to capture
+        flag["ok"] = True
+        yield flag
+        return
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield flag
+        finally:
+            if not flag["ok"]:
+                _drop_closed_loop_noise()
+                time.sleep(0.3)
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if flag["ok"]:
+                tmp.seek(0)
+                text = tmp.read().decode(errors="replace")
+                if text:
+                    sys.stderr.write(text)
+
+
+def _drop_closed_loop_noise() -> None:
+    """After a failed restore, tensorstore callbacks that arrive on orbax's closed event loop raise
+    "Event loop is closed" in threads that cannot report it (sys.unraisablehook): ignore exactly those."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_locojax_filter", False):
+        return
+
+    def hook(unraisable):
+        exc = unraisable.exc_value
+        if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
+            return
+        previous(unraisable)
+
+    hook._locojax_filter = True
+    sys.unraisablehook = hook
+
+
+def step_path(manager, step: int) -> str:
+    return os.path.join(str(manager.directory), str(int(step)))
+
+
+def restore_checked(manager, step: int, abstract_state, shardings, offer_earlier: bool = True):
+    """`restore`, raising CorruptCheckpointError (one line: step, path, cause and, with
+    `offer_earlier`, the earlier steps to try) when checkpoint `step` cannot be read."""
+    with _captured_stderr_fd() as quiet:
+        try:
+            out = restore(manager, step, abstract_state, shardings)
+        except Exception as e:  # noqa: BLE001 - any failure to read is reported the same way
+            earlier = sorted((s for s in manager.all_steps() if s < step), reverse=True)
+            offer = (f"; earlier checkpoints: {', '.join(map(str, earlier))} (e.g. --step={earlier[0]})"
+                     if earlier else "; no earlier checkpoint")
+            raise CorruptCheckpointError(
+                f"checkpoint step {step} ({step_path(manager, step)}) cannot be read: {_first_line(e)}"
+                f"{offer if offer_earlier else ''}", step, step_path(manager, step)) from e
+        quiet["ok"] = True
+    return out
+
+
+def move_aside(manager, workdir: str, step: int) -> str:
+    """Move checkpoint `step` to `workdir/checkpoints_corrupt/<step>` (a new name if taken) and
+    refresh the manager's step list. Returns the new path."""
+    dest_root = os.path.join(os.path.abspath(workdir), CORRUPT_DIR)
+    os.makedirs(dest_root, exist_ok=True)
+    dest, n = os.path.join(dest_root, str(int(step))), 1
+    while os.path.exists(dest):
+        dest, n = os.path.join(dest_root, f"{int(step)}.{n}"), n + 1
+    shutil.move(step_path(manager, step), dest)
+    manager.reload()
+    return dest
+
+
+def restore_latest_intact(manager, workdir: str, abstract_state, shardings, log=print):
+    """(step, state, data_state) of the newest checkpoint that restores, or None when there is none.
+    Each newer corrupt one is moved aside (see `move_aside`) with a one-line message; only process 0
+    moves files (all processes see the same failure on a shared filesystem)."""
+    for step in sorted(manager.all_steps(), reverse=True):
+        try:
+            state, data = restore_checked(manager, step, abstract_state, shardings, offer_earlier=False)
+        except CorruptCheckpointError as e:
+            if jax.process_index() == 0:
+                dest = move_aside(manager, workdir, step)
+            else:
+                dest = os.path.join(os.path.abspath(workdir), CORRUPT_DIR, str(step))
+                manager.reload()
+            log(f"warning: {e}. Moved it to {dest}; resuming from the previous checkpoint.")
+            continue
+        return int(step), state, data
+    return None
+
+
+def restore_raw_params(manager, step: int) -> dict:
+    """The `params` sub-tree of checkpoint `step` as host numpy arrays, without a target structure
+    (another run's checkpoint: its optimizer state may differ from ours)."""
+    with _captured_stderr_fd() as quiet:
+        try:
+            path = os.path.join(step_path(manager, step), "state")
+            checkpointer = ocp.PyTreeCheckpointer()
+            meta = checkpointer.metadata(path)
+            tree = getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
+            tree = getattr(tree, "tree", tree)
+            restore_args = jax.tree_util.tree_map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree)
+            out = {"state": checkpointer.restore(path, args=ocp.args.PyTreeRestore(restore_args=restore_args))}
+        except Exception as e:  # noqa: BLE001
+            raise CorruptCheckpointError(f"checkpoint step {step} ({step_path(manager, step)}) cannot be "
+                                         f"read: {_first_line(e)}", step, step_path(manager, step)) from e
+        quiet["ok"] = True
+    return out["state"]["params"]
 
 
 class StopSignal:

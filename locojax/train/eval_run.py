@@ -36,7 +36,7 @@ def evaluate_checkpoint(config, workdir: str, *, step: Optional[int] = None, pro
     step = manager.latest_step() if step is None else int(step)
     if step not in steps:
         raise ValueError(f"--step={step}: no checkpoint at that step in {workdir}; available: {sorted(steps)}")
-    state, _ = ckpt.restore(manager, step, run.abstract_state, run.state_shardings)
+    state, _ = ckpt.restore_checked(manager, step, run.abstract_state, run.state_shardings)
     protocol = eval_protocol(config, protocol)
     evaluator = Evaluator(run.model, run.render, config, run.mesh, run.state_shardings.params)
     batches = list(data.make_eval_iterator(eval_config(config), protocol=protocol, process_index=pi,

@@ -123,7 +123,7 @@ def run_evaluation(run: Run, evaluator: Evaluator, params, step: int, data: Data
         logger.write(record, prefix="eval")
         write_results(results, os.path.join(workdir, "eval", f"{protocol}_step{int(step):07d}"))
         for key, context, pred, target, depth in samples:
-            grid = sample_grid(context, pred, target)
+            grid = sample_grid(context, pred, target, depth)
             save_png(os.path.join(workdir, "samples", f"step{int(step):07d}_{_safe(key)}.png"), grid)
             logger.image(f"samples/{_safe(key)}", grid, int(step))
         msg = (f"eval step {int(step)} [{protocol}, {summary['num_scenes']} scenes]: "
@@ -145,8 +145,11 @@ def _host_scalars(metrics: dict) -> dict:
 
 
 def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataSource] = None,
-                       hooks: Sequence[Callable] = ()) -> dict:
+                       hooks: Sequence[Callable] = (), init_from: Optional[str] = None) -> dict:
     """Train (or resume) the run in `workdir`. Returns {"state", "step", "eval", "stopped"}.
+
+    init_from: a run directory (e.g. made by `experiments.import_weights`) whose latest params start
+    a fresh run (optimizer state and step start anew); ignored when `workdir` already has a checkpoint.
 
     model / data default to `build_model(config)` / the data pipelines; `hooks` are called as
     hook(step_done, state, metrics) after every step (device arrays; tests, profiling).
@@ -161,14 +164,24 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     run = build_run(config, peek_batch(train_iter), model)
     total = int(config.total_steps)
     manager = ckpt.make_manager(workdir, int(config.keep_checkpoints))
-    latest = manager.latest_step()
-    if latest is not None:
-        state, data_states = ckpt.restore(manager, latest, run.abstract_state, run.state_shardings)
-        train_iter.set_state(data_states["processes"][run.process_index])
+    restored = ckpt.restore_latest_intact(manager, workdir, run.abstract_state, run.state_shardings)
+    latest = None if restored is None else restored[0]
+    if restored is not None:
+        _, state, data_states = restored
+        processes = data_states.get("processes") or []
+        if run.process_index < len(processes):  # (a checkpoint made by import_weights has none)
+            train_iter.set_state(processes[run.process_index])
         start = int(latest)
     else:
         state = create_state(run.init_fn, jax.random.PRNGKey(int(config.seed)), run.example_batch,
                              run.state_shardings)
+        if init_from:
+            from locojax.train.import_run import init_params_from
+
+            params, from_step = init_params_from(init_from, run)
+            state = state.replace(params=params)
+            if is_main:
+                print(f"initialised the params from {init_from} (step {from_step})", flush=True)
         start = 0
     frozen = set(config.optimizer.frozen_groups)
     if is_main:

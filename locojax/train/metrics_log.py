@@ -63,12 +63,38 @@ def read_metrics(workdir: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def sample_grid(context: np.ndarray, prediction: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """One scene's sample sheet, uint8 [H_grid, W_grid, 3]: row 1 the context views, row 2 the
-    predictions, row 3 the targets (inputs [V, H, W, 3] in [0, 1])."""
-    rows = [np.concatenate(list(x), axis=1) for x in (context, prediction, target)]
+SAMPLE_ROWS = ("context", "prediction", "target", "depth")
+
+
+def _label(text: str, height: int, width: int) -> np.ndarray:
+    """A black [height, width, 3] float tile with `text` in white (Pillow's built-in bitmap font)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    tile = Image.new("RGB", (width, height))
+    draw = ImageDraw.Draw(tile)
+    font = ImageFont.load_default()
+    left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
+    draw.text((3, max((height - (bottom - top)) // 2 - top, 0)), text, fill=(255, 255, 255), font=font)
+    return np.asarray(tile, np.float32) / 255.0
+
+
+def sample_grid(context: np.ndarray, prediction: np.ndarray, target: np.ndarray,
+                depth: np.ndarray | None = None) -> np.ndarray:
+    """One scene's sample sheet, uint8 [H_grid, W_grid, 3], one labelled row each: the context
+    views, the predictions, the targets and (if given) the predicted depth, turbo-coloured with near
+    warm (inputs [V, H, W, 3] in [0, 1]; depth [V, H, W] or [V, H, W, 1])."""
+    images = [context, prediction, target]
+    if depth is not None:
+        from locojax.io.video import colorize_depth
+
+        d = np.asarray(depth, np.float32).reshape(np.shape(depth)[:3])
+        images.append(colorize_depth(d, np.ones_like(d)))
+    rows = [np.concatenate(list(x), axis=1) for x in images]
     width = max(r.shape[1] for r in rows)
-    rows = [np.pad(r, ((0, 0), (0, width - r.shape[1]), (0, 0))) for r in rows]
+    label_width = 66
+    rows = [np.concatenate([_label(name, r.shape[0], label_width),
+                            np.pad(r, ((0, 0), (0, width - r.shape[1]), (0, 0)))], axis=1)
+            for name, r in zip(SAMPLE_ROWS, rows)]
     grid = np.concatenate(rows, axis=0)
     return (np.clip(grid, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 

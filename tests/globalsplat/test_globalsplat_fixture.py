@@ -10,11 +10,18 @@ import pytest
 from locojax.geometry.scene_normalization import globalsplat_normalize
 from locojax.models.globalsplat.convert import check_manifest, convert_state_dict, count_params
 from locojax.models.globalsplat.decoder import decode_stage, official_regularizer
+from locojax.models.common.precision import PrecisionPolicy
+from locojax.models.globalsplat.config import ModelConfig
 from locojax.models.globalsplat.network import GlobalSplatNet, NetConfig
+
+
+def _net(**model):
+    return NetConfig.from_model(ModelConfig(**model), precision=PrecisionPolicy("float32"), remat=False)
+
 
 # The fixture's model: GlobalSplat(latent_rep_token_amount=64, dim_latents=64, dim_rays=32,
 # dim_rgb_feat=64, num_heads=4), everything else at the 16k values.
-FIXTURE_NET = NetConfig(num_latents=64, dim_latents=64, dim_rays=32, dim_rgb=64, num_heads=4)
+FIXTURE_NET = _net(num_latents=64, dim_latents=64, dim_rays=32, dim_rgb=64, num_heads=4)
 STAGES = [("s0", 0, 1.0), ("s2_mix05", 2, 0.5), ("s3", 3, 1.0)]
 
 
@@ -70,7 +77,7 @@ def test_manifest_16k_maps_every_key_and_counts_params(fixtures_dir):
     from locojax.models.globalsplat import net_config_from
 
     manifest = json.loads((fixtures_dir / "globalsplat" / "manifest_16k.json").read_text())
-    abstract = _abstract_params(net_config_from(configs.get_config("globalsplat_16k").model))
+    abstract = _abstract_params(net_config_from(configs.get_config("globalsplat_16k")))
     check_manifest(manifest, abstract)  # raises naming any unmapped / missing / mis-shaped key
     n = count_params(abstract)
     print(f"globalsplat_16k parameters: {n:,}")
@@ -80,7 +87,7 @@ def test_manifest_16k_maps_every_key_and_counts_params(fixtures_dir):
 
 def test_converter_names_bad_keys(fixtures_dir):
     manifest = json.loads((fixtures_dir / "globalsplat" / "manifest_16k.json").read_text())
-    abstract = _abstract_params(NetConfig())
+    abstract = _abstract_params(_net())
     broken = dict(manifest)
     del broken["slot_encoder.geo_rounds.2.mem_k.weight"]
     broken["slot_encoder.extra.weight"] = [4, 4]

@@ -109,7 +109,8 @@ def test_similarity_invariance_through_canonical_frame(tiny_model):
 
 def test_bfloat16_and_remat_switches_run():
     # one curriculum branch keeps the compile short; the switches are what is under test
-    config = tiny_config(dtype="bfloat16", remat=True, curriculum=False, gaussians_per_token=1)
+    config = tiny_config(remat=True, curriculum=False, gaussians_per_token=1)
+    config.precision = "bfloat16"
     model = build(config)
     batch = split_batch(random_views(1, 4, 32, 32), 4)
     params = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
@@ -118,6 +119,52 @@ def test_bfloat16_and_remat_switches_run():
                                            step=jnp.int32(0), train=False).gaussians.means)
     grads = jax.jit(jax.grad(loss))(params)
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree_util.tree_leaves(grads))
+
+
+@pytest.mark.parametrize("parts", [{}, {"encoder": "float32"}, {"tokenizer": "float32", "heads": "float32"}])
+def test_per_module_precision(parts):
+    """config.precision=bfloat16 with config.model.precision.<part> overrides: each part's layers
+    compute in its dtype (abstract shapes only); the Gaussians stay float32."""
+    config = tiny_config()
+    config.precision = "bfloat16"
+    for part, name in parts.items():
+        config.model.precision[part] = name
+    assert config.precision == "bfloat16"  # a part's override never writes through to the run-wide key
+    model = build(config)
+    batch = split_batch(random_views(1, 4, 32, 32), 4)
+    params = jax.eval_shape(model.init, jax.random.PRNGKey(0), batch)
+    views = jax.tree_util.tree_map(jnp.asarray, batch.context)
+    _, state = jax.eval_shape(lambda p: model.net.apply({"params": model.net_params(p)}, views.images, views.c2w,
+                                                        views.intrinsics, capture_intermediates=True), params)
+    inter = state["intermediates"]
+    expected = {part: jnp.dtype(parts.get(part, "bfloat16")) for part in ("tokenizer", "encoder", "heads")}
+    got = {"tokenizer": inter["tokenizer"]["rgb_patch_embeds_1"]["__call__"][0].dtype,
+           "encoder": inter["slot_encoder"]["__call__"][0][0].dtype,
+           "heads": inter["gaussian_decoder"]["geo_pos_readout"]["__call__"][0].dtype}
+    assert got == expected
+    pred = jax.eval_shape(lambda p: model.predict(p, views, step=jnp.int32(0), train=False), params)
+    assert all(x.dtype == jnp.float32 for x in jax.tree_util.tree_leaves(pred.gaussians))
+
+
+def test_config_defaults_round_trip_and_unknown_keys():
+    """configs/globalsplat.py's sections are the dataclasses' defaults; a typo names the closest key."""
+    import dataclasses
+
+    from locojax.models.globalsplat import LossConfig, ModelConfig
+    from locojax.models.globalsplat.config import loss_config_from, model_config_from
+
+    config = configs.get_config("globalsplat_16k")
+    assert model_config_from(config.model) == ModelConfig()
+    assert loss_config_from(config.loss) == LossConfig()
+    assert dataclasses.asdict(model_config_from(tiny_config().model)) != dataclasses.asdict(ModelConfig())
+    config.model.unlock()
+    config.model.num_latent = 4
+    with pytest.raises(ValueError, match="num_latents"):
+        build(config)
+    config = configs.get_config("globalsplat_tiny")
+    config.model.precision.encoder = "float8"
+    with pytest.raises(ValueError, match="model.precision.encoder"):
+        build(config)
 
 
 def test_training_step_lowers_loss_and_stages_do_not_recompile():

@@ -114,3 +114,26 @@ def count_params(params) -> int:
 def state_dict_pattern(key: str) -> str:
     """`slot_encoder.geo_rounds.3.tower.1.attn.qkv.weight` -> `slot_encoder.geo_rounds.#.tower.#...`."""
     return re.sub(r"\.\d+(?=\.)", ".#", key)
+
+
+def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str = "official") -> dict:
+    """The `experiments.import_weights` hook: an official GlobalSplat `state_dict` -> the Flax params
+    of `build(config)`'s network (nested dict of float32 numpy; the trainer adds the frozen LPIPS
+    weights itself). kind: "official" (the only layout released, R-Itk/globalsplat)."""
+    if kind != "official":
+        raise ValueError(f"--kind={kind!r}: GlobalSplat imports only 'official' state_dicts")
+    import jax.numpy as jnp
+
+    from locojax.models.globalsplat import build
+    from locojax.types import Views
+
+    model = build(config)
+    v = int(config.data.num_context_views)
+    h, w = tuple(config.data.image_shape)
+    k = np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]], np.float32)
+    context = Views(images=jnp.zeros((1, v, h, w, 3)), intrinsics=jnp.broadcast_to(k, (1, v, 3, 3)),
+                    c2w=jnp.broadcast_to(jnp.eye(4), (1, v, 4, 4)), near=jnp.ones((1, v)),
+                    far=jnp.ones((1, v)), index=jnp.zeros((1, v), jnp.int32))
+    abstract = jax.eval_shape(lambda: model.net.init(jax.random.PRNGKey(0), context.images, context.c2w,
+                                                     context.intrinsics))["params"]
+    return convert_state_dict(state_dict, abstract, mean_offset=tuple(config.model.mean_offset))

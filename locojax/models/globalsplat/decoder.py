@@ -13,7 +13,7 @@ Where the official code departs from the paper (we follow the code):
   when converting to a matrix / quaternion;
 * the decoder regulariser returned with the Gaussians is 1e-2 (scale + rotation + SH soft-cap),
   computed on all M candidates; the opacity penalty of eq. 44 is not part of it (it lives in
-  `locojax.losses.globalsplat`).
+  `locojax.models.globalsplat.losses`).
 
 Static shapes across stages: `decode_stage` returns stage s at its own size P x 2^s;
 `decode_padded` returns every stage at the full-capacity size P x G_final: each of the 2^s merged
@@ -31,7 +31,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from locojax.losses import globalsplat as gl
+from locojax.models.globalsplat import losses as gl
 from locojax.models.globalsplat import curriculum as cc
 from locojax.models.common.layers import dense
 
@@ -67,9 +67,9 @@ class CandidateHeads(nn.Module):
 
     dim: int
     num_candidates: int
-    sh_degree: int = 3
-    opacity_offset: float = -5.0
-    log_scale_offset: float = -2.0
+    sh_degree: int
+    opacity_offset: float
+    log_scale_offset: float
     dtype: Any = jnp.float32
 
     @nn.compact

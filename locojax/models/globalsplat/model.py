@@ -2,7 +2,7 @@
 
 predict (context Views in the canonical frame -> Gaussians [B, N, ...] at full capacity
 N = num_latents x 2^final_stage; lower curriculum stages are padded with zero-opacity copies, see
-`decoder.py`), loss_terms (appendix 0.B.3, `locojax.losses.globalsplat`), param_labels.
+`decoder.py`), loss_terms (appendix 0.B.3, `locojax.models.globalsplat.losses`), param_labels.
 
 With the consistency loss on and `train=True`, predict runs the two interleaved context subsets as
 one 2B batch (as the official trainer does), returns subset A's Gaussians as the final set and
@@ -19,12 +19,14 @@ from typing import Any, Mapping
 import jax
 import jax.numpy as jnp
 
-from locojax.geometry.cameras import denormalize_intrinsics, c2w_to_w2c
+from locojax import losses
+from locojax.geometry.cameras import c2w_to_w2c, denormalize_intrinsics
 from locojax.geometry.scene_normalization import globalsplat_frame_jax, to_frame_jax
-from locojax.losses import globalsplat as gl
 from locojax.models.common.frames import gaussians_from_frame
 from locojax.models.globalsplat import curriculum as cc
-from locojax.models.globalsplat.decoder import SCALE_MAX, DecodedStage, decode_padded
+from locojax.models.globalsplat import losses as gl
+from locojax.models.globalsplat.config import LossConfig, ModelConfig, final_stage_of
+from locojax.models.globalsplat.decoder import DecodedStage, decode_padded
 from locojax.models.globalsplat.network import GlobalSplatNet, NetConfig
 from locojax.models.globalsplat.rotation import rotation_6d_to_quaternion
 from locojax.models.globalsplat.subsets import gather_views, interleaved_subsets
@@ -37,34 +39,29 @@ SUBSET_B = "subset_b"  # the extra Gaussian set of the consistency loss's second
 
 @dataclasses.dataclass(frozen=True)
 class CurriculumConfig:
-    final_stage: int = 3                      # G_final = 2^final_stage Gaussians per latent
-    boundaries: tuple = (10_000, 20_000, 50_000)
-    ramp_steps: int = 2_000
-    enabled: bool = True                      # False: Table 5's "direct full-capacity prediction"
-    gate_tau: float = 1.0
-    eval_full_capacity: bool = True           # train=False decodes the final stage (official test)
-    # "context": canonicalise the context cameras inside predict (eqs. 3-5 on the context views) and
-    # map the Gaussians back to the input frame; "none": the data is already canonical (official).
-    normalize_scene: str = "context"
-    # s_max of eq. 46 in canonical units (official 0.05, tuned for 16K Gaussians per scene); a model
-    # with far fewer Gaussians needs larger splats to cover the views.
-    scale_max: float = SCALE_MAX
+    """The decoding schedule and frame handling, derived from `config.ModelConfig` (no defaults here)."""
 
+    final_stage: int                          # G_final = 2^final_stage Gaussians per latent
+    boundaries: tuple
+    ramp_steps: int
+    enabled: bool                             # False: Table 5's "direct full-capacity prediction"
+    gate_tau: float
+    eval_full_capacity: bool                  # train=False decodes the final stage (official test)
+    normalize_scene: str                      # "context" or "none", see ModelConfig
+    scale_max: float                          # s_max of eq. 46 (canonical units)
 
-@dataclasses.dataclass(frozen=True)
-class LossConfig:
-    mse_weight: float = 2.0
-    lpips_weight: float = 1.0
-    frustum_weight: float = 1e-2
-    frustum_tau: float = 10.0
-    frustum_max_depth: float = 100.0
-    decoder_weight: float = 1e-2              # on scale + rotation + SH (eqs. 46-48)
-    opacity_weight: float = 1e-2              # eq. 44 (paper; not in the official decoder reg)
-    alpha_max: float = 0.2
-    consistency: bool = True                  # False: Table 5's "w/o consistency loss"
-    consistency_alpha_weight: float = 1e-3
-    consistency_depth_weight: float = 1e-2
-    consistency_support: float = 1e-2
+    @classmethod
+    def from_model(cls, m: ModelConfig) -> "CurriculumConfig":
+        final = final_stage_of(m)
+        bounds = tuple(int(b) for b in m.stage_boundaries)
+        if m.curriculum and len(bounds) < final:
+            raise ValueError(f"config.model.stage_boundaries={bounds} has fewer than final_stage={final} "
+                             f"entries (gaussians_per_token={m.gaussians_per_token})")
+        if m.normalize_scene not in ("context", "none"):
+            raise ValueError(f"config.model.normalize_scene={m.normalize_scene!r}: expected 'context' or 'none'")
+        return cls(final_stage=final, boundaries=bounds, ramp_steps=m.stage_ramp_steps, enabled=m.curriculum,
+                   gate_tau=m.gate_tau, eval_full_capacity=m.eval_full_capacity,
+                   normalize_scene=m.normalize_scene, scale_max=m.scale_max)
 
 
 def to_gaussians(dec: DecodedStage) -> Gaussians:
@@ -86,7 +83,7 @@ class GlobalSplatModel:
     name = "globalsplat"
 
     def __init__(self, net_cfg: NetConfig, curriculum: CurriculumConfig, loss: LossConfig,
-                 mean_offset=(0.0, 0.0, 1.5), lpips_params: Any = None):
+                 mean_offset: tuple, lpips_params: Any = None):
         if (1 << curriculum.final_stage) > net_cfg.num_candidates:
             raise ValueError(f"config.model.gaussians_per_token=2^{curriculum.final_stage} exceeds "
                              f"num_candidates={net_cfg.num_candidates}")
@@ -177,7 +174,7 @@ class GlobalSplatModel:
                       target: Views) -> dict:
         h, w = context.image_shape
         lc = self.loss_cfg
-        out = {"mse": gl.mse(renders.rgb, target.images)}
+        out = {"mse": losses.mse(renders.rgb, target.images)}
         if lc.lpips_weight > 0:
             out["lpips"] = self._lpips(params, renders.rgb, target.images)
         out["frustum"] = gl.frustum_loss(
@@ -187,18 +184,11 @@ class GlobalSplatModel:
         return out
 
     def _lpips(self, params, pred, target):
-        from locojax.metrics.lpips import lpips_with_params
-        from locojax.metrics.lpips_weights import lpips_vgg_params
-
         if LPIPS_KEY in params:
-            params = jax.lax.stop_gradient(params[LPIPS_KEY])
-        elif self._lpips_params is not None:
-            params = self._lpips_params
-        else:  # e.g. params converted from torch without init: weights become jit constants
-            params = lpips_vgg_params()
-        flat = lambda x: x.reshape((-1,) + x.shape[-3:]).astype(jnp.float32)  # noqa: E731
-        return jnp.mean(lpips_with_params(params, flat(pred), flat(target),
-                                          precision=jax.lax.Precision.DEFAULT))
+            weights = params[LPIPS_KEY]
+        else:  # e.g. params converted from torch without init: None loads them (jit constants)
+            weights = self._lpips_params
+        return losses.lpips(pred, target, params=weights)
 
     def loss_terms(self, params, batch: Batch, prediction: Prediction, renders: Mapping[str, RenderOutput],
                    *, step, rng=None) -> Mapping[str, LossTerm]:

@@ -5,9 +5,12 @@
     L_reg    = 1e-2 L_fru + 1e-2 L_dec               (eq. 41; L_dec: eqs. 44-48)
     L        = (L_subset^a + L_subset^b) / 2 + 1e-3 L_con^alpha + 1e-2 L_con^depth   (eqs. 38-40, 49)
 
-Every function returns a scalar mean; `weights` arguments ([B, N], 1 = real Gaussian) let the
-curriculum's zero-opacity padding copies (see `locojax.models.globalsplat.decoder`) drop out of
-per-Gaussian means, so each stage's loss equals the official one on its unpadded output.
+The rendering terms are the family-neutral `locojax.losses.mse` / `locojax.losses.lpips`; this
+module holds GlobalSplat's own regularisers and consistency loss (weights: `config.loss` of
+`configs/globalsplat.py`). Every function returns a scalar mean; `weights` arguments ([B, N],
+1 = real Gaussian) let the curriculum's zero-opacity padding copies (see
+`locojax.models.globalsplat.decoder`) drop out of per-Gaussian means, so each stage's loss equals
+the official one on its unpadded output.
 """
 
 from __future__ import annotations
@@ -86,8 +89,3 @@ def consistency_losses(alpha_a, alpha_b, depth_a, depth_b, *, support: float = 1
     l_depth = (0.5 * jnp.sum(jnp.abs(depth_a - sg(depth_b)) * omega) / denom
                + 0.5 * jnp.sum(jnp.abs(depth_b - sg(depth_a)) * omega) / denom)
     return l_alpha, l_depth
-
-
-def mse(pred, target):
-    """Mean squared error over everything (the rendering loss' MSE term)."""
-    return jnp.mean((pred.astype(jnp.float32) - target.astype(jnp.float32)) ** 2)
