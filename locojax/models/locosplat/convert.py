@@ -1,0 +1,106 @@
+"""Converters of official PyTorch state dicts to the LoCoSplat depth branch's Flax parameters.
+
+    import_weights(state_dict, config, kind) -> (params, ignored_keys)
+
+`state_dict`: mapping name -> array (numpy or torch tensors already `.numpy()`-ed); torch layouts
+(Linear [out, in], Conv [out, in, kh, kw]). `kind`:
+  "depth_anything_v2": a DepthAnythingV2 checkpoint (`depth_anything_v2_vitb.pth` or the fixture):
+      every `pretrained.*` key maps into `params["trunk"]`; `pretrained.mask_token` (unused by DINOv2's
+      inference path) and DepthAnythingV2's own relative-depth `depth_head.*` are returned as
+      `ignored_keys` (LoCoSplat uses its own DPT heads); any other key is an error.
+  "unimatch": UniMatch / DepthSplat names (`backbone.*` CNN, `transformer.*`), filled in with the
+      depth branch's CNN and transformer.
+Returned params are nested dicts relative to the DepthBranch module. Every key is either mapped or
+listed as ignored: nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+import numpy as np
+
+KINDS = ("depth_anything_v2", "unimatch")
+
+
+def _linear(w):
+    return np.asarray(w, np.float32).T
+
+
+def _conv(w):
+    return np.asarray(w, np.float32).transpose(2, 3, 1, 0)  # [out, in, kh, kw] -> [kh, kw, in, out]
+
+
+def _set(tree, path, value):
+    for p in path[:-1]:
+        tree = tree.setdefault(p, {})
+    if path[-1] in tree:
+        raise ValueError(f"parameter {'/'.join(path)} set twice")
+    tree[path[-1]] = value
+
+
+def _dinov2(sd: Mapping[str, np.ndarray], prefix: str, out: dict, used: set):
+    """DINOv2 `pretrained.*` -> DinoV2 params."""
+    blk = re.compile(re.escape(prefix) + r"blocks\.(\d+)\.(.+)$")
+    for key, val in sd.items():
+        if not key.startswith(prefix):
+            continue
+        name = key[len(prefix):]
+        val = np.asarray(val, np.float32)
+        m = blk.match(key)
+        if name == "cls_token" or name == "pos_embed":
+            _set(out, (name,), val)
+        elif name == "mask_token":
+            continue  # masked-image pretraining only; left to the caller's ignored list
+        elif name == "patch_embed.proj.weight":
+            _set(out, ("patch_embed", "kernel"), _conv(val))
+        elif name == "patch_embed.proj.bias":
+            _set(out, ("patch_embed", "bias"), val)
+        elif name in ("norm.weight", "norm.bias"):
+            _set(out, ("norm", "scale" if name.endswith("weight") else "bias"), val)
+        elif m:
+            i, rest = m.group(1), m.group(2)
+            b = f"blocks_{i}"
+            if rest in ("ls1.gamma", "ls2.gamma"):
+                _set(out, (b, rest.split(".")[0]), val)
+            elif rest.startswith(("norm1.", "norm2.")):
+                n, p = rest.split(".")
+                _set(out, (b, n, "scale" if p == "weight" else "bias"), val)
+            else:
+                mod = {"attn.qkv": "attn_qkv", "attn.proj": "attn_proj", "mlp.fc1": "mlp_fc1",
+                       "mlp.fc2": "mlp_fc2"}.get(rest.rsplit(".", 1)[0])
+                if mod is None:
+                    raise KeyError(f"unknown DINOv2 key {key!r}")
+                p = rest.rsplit(".", 1)[1]
+                _set(out, (b, mod, "kernel" if p == "weight" else "bias"), _linear(val) if p == "weight" else val)
+        else:
+            raise KeyError(f"unknown DINOv2 key {key!r}")
+        used.add(key)
+
+
+def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
+    """See the module docstring. `config` is a DepthBranchConfig (its trunk width is checked)."""
+    if kind not in KINDS:
+        raise ValueError(f"import_weights kind={kind!r}: expected one of {KINDS}")
+    sd = {k: np.asarray(v) for k, v in state_dict.items()}
+    used: set = set()
+    params: dict = {}
+    if kind == "depth_anything_v2":
+        trunk: dict = {}
+        _dinov2(sd, "pretrained.", trunk, used)
+        if not trunk:
+            raise KeyError("import_weights(depth_anything_v2): no 'pretrained.*' keys in the state dict")
+        width = trunk["cls_token"].shape[-1]
+        if config is not None and width != config.trunk_dim:
+            raise ValueError(f"checkpoint trunk width {width} != model.depth.trunk={config.trunk!r} "
+                             f"({config.trunk_dim})")
+        params["trunk"] = trunk
+        ignored = sorted(k for k in sd if k not in used and (k == "pretrained.mask_token"
+                                                              or k.startswith("depth_head.")))
+    else:
+        raise NotImplementedError("import_weights(kind='unimatch') is not written yet")
+    left = sorted(set(sd) - used - set(ignored))
+    if left:
+        raise KeyError(f"import_weights({kind}): {len(left)} keys neither mapped nor ignored, e.g. {left[:5]}")
+    return params, ignored
