@@ -1,0 +1,72 @@
+"""Parts of the depth branch against the official DepthSplat fixture (shared/fixtures/
+depthsplat_depth_branch, made by running cvg/depthsplat's MultiViewUniMatch on CPU)."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from locojax.models.locosplat.depth.cnn import CNNEncoder
+from locojax.models.locosplat.depth.cost_volume import plane_sweep_cost_volume
+
+FIX = os.path.join(os.environ.get("LOCOJAX_SHARED", "/work/shared"), "fixtures", "depthsplat_depth_branch")
+pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="depthsplat fixture not present")
+MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+
+
+def _load():
+    sd = {k: np.asarray(v, np.float32) for k, v in np.load(os.path.join(FIX, "depthsplat_tiny_weights.npz")).items()}
+    return sd, np.load(os.path.join(FIX, "depthsplat_tiny_io.npz"))
+
+
+def _close(got, ref, tol=1e-4):
+    got = np.asarray(got)
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-12)
+    assert err < tol, err
+
+
+def _cnn_params(sd, prefix="depth_predictor.backbone."):
+    p = {}
+    for k, v in sd.items():
+        if not k.startswith(prefix):
+            continue
+        parts = k[len(prefix):].split(".")
+        leaf = {"weight": "kernel", "bias": "bias"}[parts[-1]]
+        if parts[0].startswith("layer"):
+            mod = [f"{parts[0]}_{parts[1]}", "_".join(parts[2:-1])]
+        else:
+            mod = [parts[0]]
+        d = p
+        for m in mod:
+            d = d.setdefault(m, {})
+        d[leaf] = v.transpose(2, 3, 1, 0) if leaf == "kernel" else v
+    return p
+
+
+def test_cnn_matches_official():
+    sd, io = _load()
+    imgs = io["images"][0].transpose(0, 2, 3, 1)
+    x = (imgs - MEAN) / STD
+    outs = jax.jit(CNNEncoder(128).apply)({"params": _cnn_params(sd)}, x.astype(np.float32))
+    for i, o in enumerate(outs[::-1]):  # fixture: features_cnn_0 is 1/4 (low to high)
+        _close(o, io[f"features_cnn_{i}"].transpose(0, 2, 3, 1))
+
+
+def test_cost_volume_matches_official():
+    _, io = _load()
+    feats = io["features_mv_0"].transpose(0, 2, 3, 1)  # [V, h, w, C]
+    v, h, w, _ = feats.shape
+    nn_idx = io["nn_matrix"][0][:, 1:]  # each view's 2 nearest cameras (column 0 is itself)
+    k = io["intrinsics"][0].copy()
+    k[:, 0] *= 96 / 4
+    k[:, 1] *= 64 / 4
+    c2w = io["c2w"][0]
+    near, far = io["near"][0], io["far"][0]
+    lin = np.linspace(0, 1, 64, dtype=np.float32)
+    inv = (1 / far)[:, None] + lin[None] * (1 / near - 1 / far)[:, None]
+    inv = np.broadcast_to(inv[:, :, None, None], (v, 64, h, w))
+    cv = jax.jit(plane_sweep_cost_volume)(feats, feats[nn_idx], k, c2w, c2w[nn_idx], inv)
+    _close(cv, io["cost_volume"].transpose(0, 2, 3, 1), 1e-4)
