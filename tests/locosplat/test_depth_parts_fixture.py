@@ -8,7 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from locojax.models.locosplat.convert import import_weights
 from locojax.models.locosplat.depth.cnn import CNNEncoder
+from locojax.models.locosplat.depth.mv_transformer import MultiViewTransformer, nearest_views
 from locojax.models.locosplat.depth.cost_volume import plane_sweep_cost_volume
 
 FIX = os.path.join(os.environ.get("LOCOJAX_SHARED", "/work/shared"), "fixtures", "depthsplat_depth_branch")
@@ -28,29 +30,18 @@ def _close(got, ref, tol=1e-4):
     assert err < tol, err
 
 
-def _cnn_params(sd, prefix="depth_predictor.backbone."):
-    p = {}
-    for k, v in sd.items():
-        if not k.startswith(prefix):
-            continue
-        parts = k[len(prefix):].split(".")
-        leaf = {"weight": "kernel", "bias": "bias"}[parts[-1]]
-        if parts[0].startswith("layer"):
-            mod = [f"{parts[0]}_{parts[1]}", "_".join(parts[2:-1])]
-        else:
-            mod = [parts[0]]
-        d = p
-        for m in mod:
-            d = d.setdefault(m, {})
-        d[leaf] = v.transpose(2, 3, 1, 0) if leaf == "kernel" else v
-    return p
+def _unimatch_params(sd):
+    sub = {k: v for k, v in sd.items() if k.startswith(("depth_predictor.backbone.", "depth_predictor.transformer."))}
+    params, ignored = import_weights(sub, None, "unimatch")
+    assert not ignored
+    return params
 
 
 def test_cnn_matches_official():
     sd, io = _load()
     imgs = io["images"][0].transpose(0, 2, 3, 1)
     x = (imgs - MEAN) / STD
-    outs = jax.jit(CNNEncoder(128).apply)({"params": _cnn_params(sd)}, x.astype(np.float32))
+    outs = jax.jit(CNNEncoder(128).apply)({"params": _unimatch_params(sd)["cnn"]}, x.astype(np.float32))
     for i, o in enumerate(outs[::-1]):  # fixture: features_cnn_0 is 1/4 (low to high)
         _close(o, io[f"features_cnn_{i}"].transpose(0, 2, 3, 1))
 
@@ -70,3 +61,17 @@ def test_cost_volume_matches_official():
     inv = np.broadcast_to(inv[:, :, None, None], (v, 64, h, w))
     cv = jax.jit(plane_sweep_cost_volume)(feats, feats[nn_idx], k, c2w, c2w[nn_idx], inv)
     _close(cv, io["cost_volume"].transpose(0, 2, 3, 1), 1e-4)
+
+
+def test_nearest_views_match_official_nn_matrix():
+    _, io = _load()
+    got = np.asarray(nearest_views(io["c2w"], 2))
+    np.testing.assert_array_equal(got, io["nn_matrix"][:, :, 1:])
+
+
+def test_mv_transformer_matches_official():
+    sd, io = _load()
+    x = io["features_cnn_0"].transpose(0, 2, 3, 1)[None]  # [1, V, h, w, C]
+    nbr = io["nn_matrix"][:, :, 1:]
+    out = jax.jit(MultiViewTransformer(128, 6, 2).apply)({"params": _unimatch_params(sd)["transformer"]}, x, nbr)
+    _close(out[0], io["features_mv_0"].transpose(0, 2, 3, 1), 1e-4)

@@ -79,6 +79,48 @@ def _dinov2(sd: Mapping[str, np.ndarray], prefix: str, out: dict, used: set):
         used.add(key)
 
 
+def _strip(key: str) -> str:
+    """UniMatch checkpoints ('model' dict: `backbone.*`, `transformer.*`) and DepthSplat's
+    (`depth_predictor.backbone.*`, ...) name the same modules."""
+    for p in ("module.", "depth_predictor."):
+        if key.startswith(p):
+            key = key[len(p):]
+    return key
+
+
+def _unimatch(sd: Mapping[str, np.ndarray], used: set) -> dict:
+    """UniMatch CNN (`backbone.*`) -> params["cnn"], multi-view transformer (`transformer.*`) ->
+    params["transformer"]. Keys of other UniMatch heads (flow/refinement) are errors: pass the
+    backbone and transformer only."""
+    out: dict = {}
+    cnn_layer = re.compile(r"backbone\.(layer\d)\.(\d)\.(conv1|conv2|downsample\.0)\.(weight|bias)$")
+    cnn_top = re.compile(r"backbone\.(conv1|conv2)\.(weight|bias)$")
+    tr = re.compile(r"transformer\.layers\.(\d+)\.(self_attn|cross_attn_ffn)\.(q_proj|k_proj|v_proj|merge|norm1|norm2|mlp\.0|mlp\.2)\.(weight|bias)$")
+    for key, val in sd.items():
+        name = _strip(key)
+        val = np.asarray(val, np.float32)
+        leaf_conv = lambda p: ("kernel", _conv(val)) if p == "weight" else ("bias", val)  # noqa: E731
+        if m := cnn_layer.match(name):
+            leaf, v = leaf_conv(m.group(4))
+            _set(out, ("cnn", f"{m.group(1)}_{m.group(2)}", m.group(3).replace(".", "_"), leaf), v)
+        elif m := cnn_top.match(name):
+            leaf, v = leaf_conv(m.group(2))
+            _set(out, ("cnn", m.group(1), leaf), v)
+        elif m := tr.match(name):
+            mod, p = m.group(3).replace(".", "_"), m.group(4)
+            if mod.startswith("norm"):
+                leaf, v = ("scale" if p == "weight" else "bias"), val
+            else:
+                leaf, v = ("kernel", _linear(val)) if p == "weight" else ("bias", val)
+            _set(out, ("transformer", f"layers_{m.group(1)}_{m.group(2)}", mod, leaf), v)
+        else:
+            continue
+        used.add(key)
+    if not out:
+        raise KeyError("import_weights(unimatch): no 'backbone.*' or 'transformer.*' keys in the state dict")
+    return out
+
+
 def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
     """See the module docstring. `config` is a DepthBranchConfig (its trunk width is checked)."""
     if kind not in KINDS:
@@ -99,7 +141,8 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
         ignored = sorted(k for k in sd if k not in used and (k == "pretrained.mask_token"
                                                               or k.startswith("depth_head.")))
     else:
-        raise NotImplementedError("import_weights(kind='unimatch') is not written yet")
+        params.update(_unimatch(sd, used))
+        ignored = []
     left = sorted(set(sd) - used - set(ignored))
     if left:
         raise KeyError(f"import_weights({kind}): {len(left)} keys neither mapped nor ignored, e.g. {left[:5]}")
