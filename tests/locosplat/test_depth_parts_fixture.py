@@ -75,3 +75,16 @@ def test_mv_transformer_matches_official():
     nbr = io["nn_matrix"][:, :, 1:]
     out = jax.jit(MultiViewTransformer(128, 6, 2).apply)({"params": _unimatch_params(sd)["transformer"]}, x, nbr)
     _close(out[0], io["features_mv_0"].transpose(0, 2, 3, 1), 1e-4)
+
+
+def test_dpt_feature_head_matches_official():
+    from locojax.models.locosplat.depth.dpt import DPTHead
+    sd, io = _load()
+    from locojax.models.locosplat.convert import torch_module_tree
+    p = torch_module_tree(sd, "feature_upsampler.", set())
+    nhwc = lambda a: a.transpose(0, 2, 3, 1)  # noqa: E731
+    taps = [nhwc(io[f"features_mono_intermediate_{i}"]) for i in range(4)]
+    cnn = [nhwc(io[f"features_cnn_{i}"]) for i in (2, 1, 0)]
+    head = DPTHead(16, (8, 16, 32, 64), 4, 1, True)
+    out = jax.jit(head.apply)({"params": p}, taps, cnn, nhwc(io["features_mv_0"]))
+    _close(out, nhwc(io["upsampled_features"]), 1e-4)

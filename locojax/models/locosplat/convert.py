@@ -21,7 +21,7 @@ from typing import Mapping
 
 import numpy as np
 
-KINDS = ("depth_anything_v2", "unimatch")
+KINDS = ("depth_anything_v2", "unimatch", "depthsplat")
 
 
 def _linear(w):
@@ -121,6 +121,40 @@ def _unimatch(sd: Mapping[str, np.ndarray], used: set) -> dict:
     return out
 
 
+def torch_module_tree(sd: Mapping[str, np.ndarray], prefix: str, used: set,
+                      conv_transpose=("resize_layers_0", "resize_layers_1")) -> dict:
+    """Generic map of a torch module's keys under `prefix` to our naming: `a.3.b` -> `a_3/b`,
+    `scratch.` dropped (DPT), weight -> kernel (Linear .T, Conv [kh, kw, in, out], ConvTranspose
+    [k, k, in, out]) or scale (norms: 1-d weight), bias -> bias."""
+    out: dict = {}
+    for key, val in sd.items():
+        if not key.startswith(prefix):
+            continue
+        parts = [p for p in key[len(prefix):].split(".") if p != "scratch"]
+        leaf = parts.pop()
+        path = []
+        for p in parts:
+            if p.isdigit() and path:
+                path[-1] = f"{path[-1]}_{p}"
+            else:
+                path.append(p)
+        val = np.asarray(val, np.float32)
+        if leaf == "weight":
+            if val.ndim == 4:
+                name, val = "kernel", (val.transpose(2, 3, 0, 1) if path[-1] in conv_transpose else _conv(val))
+            elif val.ndim == 2:
+                name, val = "kernel", _linear(val)
+            else:
+                name = "scale"
+        elif leaf == "bias":
+            name = "bias"
+        else:
+            raise KeyError(f"unknown parameter kind in {key!r}")
+        _set(out, tuple(path) + (name,), val)
+        used.add(key)
+    return out
+
+
 def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
     """See the module docstring. `config` is a DepthBranchConfig (its trunk width is checked)."""
     if kind not in KINDS:
@@ -140,8 +174,13 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
         params["trunk"] = trunk
         ignored = sorted(k for k in sd if k not in used and (k == "pretrained.mask_token"
                                                               or k.startswith("depth_head.")))
-    else:
+    elif kind == "unimatch":
         params.update(_unimatch(sd, used))
+        ignored = []
+    else:  # a DepthSplat / VolSplat encoder's depth_predictor.* and feature_upsampler.*
+        params.update(_unimatch(sd, used))
+        params["upsampler"] = torch_module_tree(sd, "depth_predictor.upsampler.", used)
+        params["feature_head"] = torch_module_tree(sd, "feature_upsampler.", used)
         ignored = []
     left = sorted(set(sd) - used - set(ignored))
     if left:
