@@ -88,3 +88,15 @@ def test_dpt_feature_head_matches_official():
     head = DPTHead(16, (8, 16, 32, 64), 4, 1, True)
     out = jax.jit(head.apply)({"params": p}, taps, cnn, nhwc(io["features_mv_0"]))
     _close(out, nhwc(io["upsampled_features"]), 1e-4)
+
+
+def test_regressor_matches_official():
+    from locojax.models.locosplat.depth.unet import Regressor
+    sd, io = _load()
+    params, _ = import_weights({k: v for k, v in sd.items() if k.startswith(("depth_predictor.regressor",
+                                "depth_predictor.depth_head", "depth_predictor.backbone"))}, None, "depthsplat")
+    nhwc = lambda a: a.transpose(0, 2, 3, 1)  # noqa: E731
+    x = np.concatenate([nhwc(io[k]) for k in ("cost_volume", "features_cnn_0", "features_mv_0", "features_mono_0")], -1)
+    reg = Regressor(32, 64, (1, 1, 1), (4,), num_views=4)
+    prob = jax.jit(reg.apply)({"params": params["regressor0"]}, x)
+    _close(prob, nhwc(io["match_prob"]), 1e-4)

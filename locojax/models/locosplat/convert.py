@@ -142,6 +142,8 @@ def torch_module_tree(sd: Mapping[str, np.ndarray], prefix: str, used: set,
         if leaf == "weight":
             if val.ndim == 4:
                 name, val = "kernel", (val.transpose(2, 3, 0, 1) if path[-1] in conv_transpose else _conv(val))
+            elif val.ndim == 3:  # Conv1d [out, in, 1] (ldm attention) -> 1x1 conv
+                name, val = "kernel", _conv(val[..., None])
             elif val.ndim == 2:
                 name, val = "kernel", _linear(val)
             else:
@@ -180,6 +182,12 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
     else:  # a DepthSplat / VolSplat encoder's depth_predictor.* and feature_upsampler.*
         params.update(_unimatch(sd, used))
         params["upsampler"] = torch_module_tree(sd, "depth_predictor.upsampler.", used)
+        for prefix in ("regressor.", "regressor_residual.", "depth_head."):
+            tree = torch_module_tree(sd, "depth_predictor." + prefix, used)
+            for key, sub in tree.items():  # "<scale>_<layer>" or "<scale>"
+                scale, _, layer = key.partition("_")
+                name = prefix[:-1] + (f"_{layer}" if layer else "")
+                _set(params, (f"regressor{scale}", name), sub)
         params["feature_head"] = torch_module_tree(sd, "feature_upsampler.", used)
         ignored = []
     left = sorted(set(sd) - used - set(ignored))
