@@ -181,6 +181,14 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
         ignored = []
     else:  # a DepthSplat / VolSplat encoder's depth_predictor.* and feature_upsampler.*
         params.update(_unimatch(sd, used))
+        trunk: dict = {}
+        _dinov2(sd, "depth_predictor.pretrained.", trunk, used)
+        if trunk:
+            params["trunk"] = trunk
+        for pyr in ("mv_pyramid", "mono_pyramid"):
+            tree = torch_module_tree(sd, f"depth_predictor.{pyr}.", used, conv_transpose=("stages_1_0", "stages_2_0", "stages_2_2"))
+            if tree:
+                params[pyr] = tree
         params["upsampler"] = torch_module_tree(sd, "depth_predictor.upsampler.", used)
         for prefix in ("regressor.", "regressor_residual.", "depth_head."):
             tree = torch_module_tree(sd, "depth_predictor." + prefix, used)
@@ -189,7 +197,7 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
                 name = prefix[:-1] + (f"_{layer}" if layer else "")
                 _set(params, (f"regressor{scale}", name), sub)
         params["feature_head"] = torch_module_tree(sd, "feature_upsampler.", used)
-        ignored = []
+        ignored = sorted(k for k in sd if k.endswith("pretrained.mask_token"))
     left = sorted(set(sd) - used - set(ignored))
     if left:
         raise KeyError(f"import_weights({kind}): {len(left)} keys neither mapped nor ignored, e.g. {left[:5]}")

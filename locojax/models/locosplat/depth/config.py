@@ -68,7 +68,6 @@ class DepthBranchConfig:
     upsampler_out_channels: Tuple[int, ...] = (48, 96, 192, 384)
     feature_head_features: int = 64
     feature_head_out_channels: Tuple[int, ...] = (48, 96, 192, 384)
-    feature_dim: int = 64
 
     def __post_init__(self):
         if self.trunk not in TRUNKS:
@@ -92,9 +91,28 @@ class DepthBranchConfig:
         return self.mono_proj_dim or self.trunk_dim
 
     @property
+    def feature_dim(self) -> int:
+        """Channels of `dpt_features` (the feature head's width)."""
+        return self.feature_head_features
+
+    @property
     def upsample_factor(self) -> int:
         """Factor from the last scale's resolution to full resolution (1/4 at scale 0, x2 per scale)."""
-        return 4 // (2 ** (self.num_scales - 1)) if self.num_scales <= 3 else 1
+        return 4 // (2 ** (self.num_scales - 1))
+
+
+class MissingTrunkWeights(ValueError):
+    pass
+
+
+def require_trunk_weights(cfg: DepthBranchConfig) -> None:
+    """A pretrained-width trunk needs converted weights unless it is trained from scratch."""
+    if cfg.trunk != "tiny" and not cfg.trunk_weights and not cfg.trunk_trainable:
+        raise MissingTrunkWeights(
+            f"model.depth.trunk={cfg.trunk!r} is frozen (paper sec. 2.1) but model.depth.trunk_weights is empty: "
+            "convert DepthAnythingV2's checkpoint with `python -m experiments.import_weights "
+            "--depth_anything_v2 depth_anything_v2_vitb.pth` and set model.depth.trunk_weights to its output, "
+            "or set model.depth.trunk_trainable=True to train the trunk from random init")
 
 
 @flax.struct.dataclass
