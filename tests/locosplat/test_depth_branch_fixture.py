@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from locojax.models.locosplat.convert import import_weights
+from locojax.models.locosplat.convert import convert_depth_branch as import_weights
 from locojax.models.locosplat.depth import DepthBranch, DepthBranchConfig
 
 FIX = os.path.join(os.environ.get("LOCOJAX_SHARED", "/work/shared"), "fixtures", "depthsplat_depth_branch")

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from locojax.models.locosplat.convert import import_weights
+from locojax.models.locosplat.convert import convert_depth_branch as import_weights
 from locojax.models.locosplat.depth.cnn import CNNEncoder
 from locojax.models.locosplat.depth.mv_transformer import MultiViewTransformer, nearest_views
 from locojax.models.locosplat.depth.cost_volume import plane_sweep_cost_volume

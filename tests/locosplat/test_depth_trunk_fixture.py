@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from locojax.models.locosplat.convert import import_weights
+from locojax.models.locosplat.convert import convert_depth_branch as import_weights
 from locojax.models.locosplat.depth.config import DepthBranchConfig, TRUNKS
 from locojax.models.locosplat.depth.dinov2 import DinoV2
 

@@ -7,7 +7,7 @@ import os
 import jax
 import numpy as np
 
-from locojax.models.locosplat.convert import import_weights
+from locojax.models.locosplat.convert import convert_depth_branch as import_weights
 from locojax.models.locosplat.depth import DepthBranch, DepthBranchConfig
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "locosplat", "depthsplat_two_scale.npz")

@@ -1,6 +1,7 @@
 """Converters of official PyTorch state dicts to the LoCoSplat depth branch's Flax parameters.
 
-    import_weights(state_dict, config, kind) -> (params, ignored_keys)
+    import_weights(state_dict, config, kind) -> {"depth": params}      # experiments.import_weights hook
+    convert_depth_branch(state_dict, depth_config, kind) -> (params, ignored_keys)
 
 `state_dict`: mapping name -> array (numpy or torch tensors already `.numpy()`-ed); torch layouts
 (Linear [out, in], Conv [out, in, kh, kw]). `kind`:
@@ -10,18 +11,24 @@
       `ignored_keys` (LoCoSplat uses its own DPT heads); any other key is an error.
   "unimatch": UniMatch / DepthSplat names (`backbone.*` CNN, `transformer.*`), filled in with the
       depth branch's CNN and transformer.
-Returned params are nested dicts relative to the DepthBranch module. Every key is either mapped or
-listed as ignored: nothing is silently dropped.
+  "depthsplat": a DepthSplat / VolSplat encoder state dict (`depth_predictor.*`, `feature_upsampler.*`):
+      the whole depth branch (used by the fixtures).
+`convert_depth_branch` returns params relative to the DepthBranch module; `import_weights` (the
+family hook of `python -m experiments.import_weights`, locojax/train/import_run.py) nests them under
+DEPTH_MODULE_NAME, the name the LoCoSplat model gives its DepthBranch. Every key is either mapped or
+listed as ignored: nothing is silently dropped (ValueError naming the keys).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Mapping
 
 import numpy as np
 
 KINDS = ("depth_anything_v2", "unimatch", "depthsplat")
+DEPTH_MODULE_NAME = "depth"  # the LoCoSplat model's attribute name of its DepthBranch
 
 
 def _linear(w):
@@ -71,11 +78,11 @@ def _dinov2(sd: Mapping[str, np.ndarray], prefix: str, out: dict, used: set):
                 mod = {"attn.qkv": "attn_qkv", "attn.proj": "attn_proj", "mlp.fc1": "mlp_fc1",
                        "mlp.fc2": "mlp_fc2"}.get(rest.rsplit(".", 1)[0])
                 if mod is None:
-                    raise KeyError(f"unknown DINOv2 key {key!r}")
+                    raise ValueError(f"unknown DINOv2 key {key!r}")
                 p = rest.rsplit(".", 1)[1]
                 _set(out, (b, mod, "kernel" if p == "weight" else "bias"), _linear(val) if p == "weight" else val)
         else:
-            raise KeyError(f"unknown DINOv2 key {key!r}")
+            raise ValueError(f"unknown DINOv2 key {key!r}")
         used.add(key)
 
 
@@ -117,7 +124,7 @@ def _unimatch(sd: Mapping[str, np.ndarray], used: set) -> dict:
             continue
         used.add(key)
     if not out:
-        raise KeyError("import_weights(unimatch): no 'backbone.*' or 'transformer.*' keys in the state dict")
+        raise ValueError("import_weights(unimatch): no 'backbone.*' or 'transformer.*' keys in the state dict")
     return out
 
 
@@ -151,16 +158,35 @@ def torch_module_tree(sd: Mapping[str, np.ndarray], prefix: str, used: set,
         elif leaf == "bias":
             name = "bias"
         else:
-            raise KeyError(f"unknown parameter kind in {key!r}")
+            raise ValueError(f"unknown parameter kind in {key!r}")
         _set(out, tuple(path) + (name,), val)
         used.add(key)
     return out
 
 
-def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
-    """See the module docstring. `config` is a DepthBranchConfig (its trunk width is checked)."""
+def _depth_config(config):
+    """DepthBranchConfig from a DepthBranchConfig, a run ConfigDict with `model.depth`, or None."""
+    from locojax.models.locosplat.depth.config import DepthBranchConfig
+    if config is None or isinstance(config, DepthBranchConfig):
+        return config
+    depth = getattr(getattr(config, "model", None), "depth", None)
+    if depth is None:
+        return None
+    names = {f.name for f in dataclasses.fields(DepthBranchConfig)}
+    return DepthBranchConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in dict(depth).items() if k in names})
+
+
+def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str = "depth_anything_v2") -> dict:
+    """experiments.import_weights hook: {DEPTH_MODULE_NAME: depth-branch params}; parameters the file
+    does not hold (CNN, transformer, regressor, ... for a DepthAnythingV2 file) keep their init."""
+    params, _ = convert_depth_branch(state_dict, _depth_config(config), kind)
+    return {DEPTH_MODULE_NAME: params}
+
+
+def convert_depth_branch(state_dict: Mapping[str, np.ndarray], config, kind: str):
+    """See the module docstring. `config`: a DepthBranchConfig or None (its trunk width is checked)."""
     if kind not in KINDS:
-        raise ValueError(f"import_weights kind={kind!r}: expected one of {KINDS}")
+        raise ValueError(f"--kind={kind!r}: LoCoSplat's converter reads one of {KINDS}")
     sd = {k: np.asarray(v) for k, v in state_dict.items()}
     used: set = set()
     params: dict = {}
@@ -168,7 +194,7 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
         trunk: dict = {}
         _dinov2(sd, "pretrained.", trunk, used)
         if not trunk:
-            raise KeyError("import_weights(depth_anything_v2): no 'pretrained.*' keys in the state dict")
+            raise ValueError("import_weights(depth_anything_v2): no 'pretrained.*' keys in the state dict")
         width = trunk["cls_token"].shape[-1]
         if config is not None and width != config.trunk_dim:
             raise ValueError(f"checkpoint trunk width {width} != model.depth.trunk={config.trunk!r} "
@@ -200,5 +226,5 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str):
         ignored = sorted(k for k in sd if k.endswith("pretrained.mask_token"))
     left = sorted(set(sd) - used - set(ignored))
     if left:
-        raise KeyError(f"import_weights({kind}): {len(left)} keys neither mapped nor ignored, e.g. {left[:5]}")
+        raise ValueError(f"import_weights({kind}): {len(left)} keys neither mapped nor ignored, e.g. {left[:5]}")
     return params, ignored

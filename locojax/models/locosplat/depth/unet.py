@@ -84,13 +84,14 @@ class CrossViewAttention(nn.Module):
     @nn.compact
     def __call__(self, x):
         n, h, w, c = x.shape
-        heads = c // self.head_channels
+        hc = min(self.head_channels, c)  # tiny widths (< 32 channels): one head (the official asserts c % 32 == 0)
+        heads = c // hc
         b = n // self.num_views
         xn = group_norm(c, "norm")(x)
         qkv = TorchConv(3 * c, 1, name="qkv")(xn)  # legacy layout: channels (head, [q|k|v], ch)
-        qkv = qkv.reshape(b, self.num_views * h * w, heads, 3, self.head_channels)
+        qkv = qkv.reshape(b, self.num_views * h * w, heads, 3, hc)
         q, k, v = qkv[..., 0, :], qkv[..., 1, :], qkv[..., 2, :]
-        scale = self.head_channels ** -0.25
+        scale = hc ** -0.25
         logits = jnp.einsum("bthc,bshc->bhts", q * scale, k * scale)
         att = jax.nn.softmax(logits.astype(jnp.float32), axis=-1).astype(v.dtype)
         out = jnp.einsum("bhts,bshc->bthc", att, v).reshape(n, h, w, c)
