@@ -32,7 +32,8 @@ def test_shapes_grads_and_frozen_trunk():
     args = _inputs()
     params = jax.jit(lambda: model.init(jax.random.PRNGKey(0), *args, train=True))()["params"]
     names = jax.tree_util.tree_leaves_with_path(params["regressor0"])
-    assert any("regressor_0_dw" in jax.tree_util.keystr(p) for p, _ in names)  # separable convs in use
+    keys = [jax.tree_util.keystr(p) for p, _ in names]
+    assert any("in_layers_2_dw" in k for k in keys) and not any("regressor_0_dw" in k for k in keys)  # "unet"
 
     def loss(p, imgs):
         out = model.apply({"params": p}, imgs, *args[1:], train=True)

@@ -96,7 +96,7 @@ class DepthBranch(nn.Module):
             mult = tuple(cfg.unet_channel_mult) + (1,) * s
             attn = tuple(r * 2 ** s for r in cfg.unet_attn_resolutions)
             prob = Regressor(cfg.unet_channels // 2 ** s, ds, mult, attn, v, cfg.unet_num_res_blocks,
-                             cfg.unet_head_channels, cfg.depthwise_separable == "regressor",
+                             cfg.unet_head_channels, cfg.depthwise_separable,
                              name=f"regressor{s}")(concat)  # [N, h, w, D]
             probs.append(prob)
             inv_depth = jnp.sum(prob * jnp.moveaxis(cand, 1, -1), axis=-1)  # [N, h, w]

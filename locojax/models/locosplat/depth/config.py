@@ -21,12 +21,16 @@ TRUNKS = {
     "tiny": (64, 4, 12, (2, 5, 8, 11)),
 }
 
-# Which convolutions of the regressor are depthwise-separable (3x3 depthwise + 1x1 pointwise) when
-# `depthwise_separable` is on. The paper (sec. 2.1, B.1) says only "depthwise-separable, half-width";
-# our choice: every 3x3 conv inside the regressor UNet (its res blocks, down/up-sampling convs and the
-# output conv) and the regressor's input conv; the depth head's two convs and the 1x1 residual stay dense
-# (they are small and the head decides the matching distribution).
-DW_SEPARABLE_CHOICES = ("none", "regressor")
+# Which convolutions of the regressor are depthwise-separable (3x3 depthwise + 1x1 pointwise). The
+# paper (sec. 2.1, B.1) says only "depthwise-separable, half-width"; which convs, it does not say.
+#   "unet" (default): every 3x3 conv inside the regressor UNet (res blocks, down/up-sampling convs, its
+#       output conv); the regressor's input / output 3x3 convs, the 1x1 residual and the depth head stay
+#       dense. Chosen because it lands the model's trainable count on B.1's 12.5M: depth branch
+#       12.05M + ~0.23M for the rest (Gaussian regressor, W0/W1, g, h) = 12.28M (-1.8%); separable
+#       everywhere in the regressor gives 11.56M (-7%), dense half-width 13.49M (+10%).
+#   "regressor": additionally the regressor's input and output 3x3 convs.
+#   "none": all dense (DepthSplat / VolSplat, and the official fixtures).
+DW_SEPARABLE_CHOICES = ("none", "unet", "regressor")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +46,7 @@ class DepthBranchConfig:
     # Monocular trunk (DepthAnythingV2 DINOv2), frozen unless trunk_trainable.
     trunk: str = "vitb"
     trunk_trainable: bool = False
-    trunk_weights: str = ""  # .npz written by `python -m experiments.import_weights`
+    trunk_weights: str = ""  # run dir written by `python -m experiments.import_weights` (see require_trunk_weights)
     # Trainable per-tap projection of the trunk's tokens ("four trainable 768 -> 384 projections",
     # B.1); 0 = none (DepthSplat, and the single-scale fixture).
     mono_proj_dim: int = 384
@@ -61,7 +65,7 @@ class DepthBranchConfig:
     unet_num_res_blocks: int = 1
     unet_attn_resolutions: Tuple[int, ...] = (4,)
     unet_head_channels: int = 32
-    depthwise_separable: str = "regressor"  # one of DW_SEPARABLE_CHOICES
+    depthwise_separable: str = "unet"  # one of DW_SEPARABLE_CHOICES
 
     # DPT depth upsampler (ViT-S widths, sec. 2.1 [inf]) and the DPT feature head (64-d per pixel).
     upsampler_features: int = 32
@@ -110,8 +114,9 @@ def require_trunk_weights(cfg: DepthBranchConfig) -> None:
     if cfg.trunk != "tiny" and not cfg.trunk_weights and not cfg.trunk_trainable:
         raise MissingTrunkWeights(
             f"model.depth.trunk={cfg.trunk!r} is frozen (paper sec. 2.1) but model.depth.trunk_weights is empty: "
-            "convert DepthAnythingV2's checkpoint with `python -m experiments.import_weights "
-            "--depth_anything_v2 depth_anything_v2_vitb.pth` and set model.depth.trunk_weights to its output, "
+            "convert DepthAnythingV2's checkpoint with `python -m experiments.import_weights --family=locosplat "
+            "--kind=depth_anything_v2 --from=depth_anything_v2_vitb.pth --workdir=DIR`, then train with "
+            "--init_from=DIR and model.depth.trunk_weights=DIR, "
             "or set model.depth.trunk_trainable=True to train the trunk from random init")
 
 

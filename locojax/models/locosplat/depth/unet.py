@@ -5,9 +5,10 @@ with 32-channel heads at the listed downsampling rates, attending across all vie
 (paper sec. 2.1): [conv 3x3, GroupNorm(8), GELU, UNet, conv 3x3] + 1x1 residual, then the depth head
 conv 3x3 (C -> 2C, replicate) GELU conv 3x3 (2C -> D, replicate) -> softmax over candidates.
 
-`separable=True` (LoCoSplat's "depthwise-separable" regressor, sec. 2.1/B.1; which convs, the paper
-does not say: see `config.DW_SEPARABLE_CHOICES`) replaces every 3x3 conv of the UNet and the
-regressor's input and output 3x3 convs by a 3x3 depthwise conv followed by a 1x1 pointwise conv.
+`separable` (LoCoSplat's "depthwise-separable" regressor, sec. 2.1/B.1; which convs, the paper does
+not say: see `config.DW_SEPARABLE_CHOICES`): "unet" replaces every 3x3 conv of the UNet by a 3x3
+depthwise conv followed by a 1x1 pointwise conv; "regressor" also the regressor's input and output
+3x3 convs; "none" keeps all dense.
 """
 
 from __future__ import annotations
@@ -158,15 +159,17 @@ class Regressor(nn.Module):
     num_views: int
     num_res_blocks: int = 1
     head_channels: int = 32
-    separable: bool = False
+    separable: str = "none"
 
     @nn.compact
     def __call__(self, x):
-        c, sep = self.channels, self.separable
+        c = self.channels
+        sep_unet = self.separable in ("unet", "regressor")
+        sep = self.separable == "regressor"
         h = conv3x3(c, "regressor_0", separable=sep)(x)
         h = gelu(nn.GroupNorm(num_groups=8, epsilon=1e-5, name="regressor_1")(h))
         h = UNet(c, self.channel_mult, self.attn_resolutions, self.num_views, self.num_res_blocks,
-                 self.head_channels, sep, name="regressor_3")(h)
+                 self.head_channels, sep_unet, name="regressor_3")(h)
         h = conv3x3(c, "regressor_4", separable=sep)(h)
         h = h + TorchConv(c, 1, name="regressor_residual")(x)
         h = gelu(TorchConv(2 * c, 3, 1, 1, padding_mode="replicate", name="depth_head_0")(h))
