@@ -4,7 +4,6 @@ depthsplat_depth_branch, made by running cvg/depthsplat's MultiViewUniMatch on C
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
