@@ -54,12 +54,14 @@ class DepthBranch(nn.Module):
         m = nbr.shape[-1]
 
         # CNN (high to low: 1/2 64, 1/2 96, 1/4 C) and the multi-view transformer at 1/4.
-        cnn_all = CNNEncoder(cfg.feature_channels, name="cnn")(x)
-        cnn_low_to_high = cnn_all[::-1][: cfg.num_scales]
+        img_dtype = jnp.dtype(cfg.image_dtype)
+        cnn_all = CNNEncoder(cfg.feature_channels, img_dtype, name="cnn")(x)
         h0, w0 = cnn_all[-1].shape[1:3]
         mv = MultiViewTransformer(cfg.feature_channels, cfg.transformer_layers, cfg.attn_splits,
-                                  cfg.ffn_expansion, name="transformer")(
-            cnn_all[-1].reshape(b, v, h0, w0, -1), nbr).reshape(n, h0, w0, -1)
+                                  cfg.ffn_expansion, img_dtype, name="transformer")(
+            cnn_all[-1].reshape(b, v, h0, w0, -1), nbr).reshape(n, h0, w0, -1).astype(f32)
+        cnn_all = [c.astype(f32) for c in cnn_all]  # matching, regression and DPT heads in float32
+        cnn_low_to_high = cnn_all[::-1][: cfg.num_scales]
         mv_list = FeaturePyramid(cfg.num_scales, name="mv_pyramid")(mv) if cfg.num_scales > 1 else [mv]
 
         # Monocular trunk on the image floor-resized to a multiple of 14; taps to 1/8 (then x2 for 1/4).
@@ -125,9 +127,10 @@ class DepthBranch(nn.Module):
         dim, heads, depth, taps_idx = TRUNKS[cfg.trunk]
         rh, rw = hh // PATCH * PATCH, ww // PATCH * PATCH
         xr = resize_hw(x, (rh, rw), "bilinear", True)
-        outs = DinoV2(dim, heads, depth, taps_idx, name="trunk")(xr)
+        outs = DinoV2(dim, heads, depth, taps_idx, jnp.dtype(cfg.image_dtype), name="trunk")(xr)
         taps = []
         for i, (tok, _) in enumerate(outs):
+            tok = tok.astype(jnp.float32)
             if not cfg.trunk_trainable:
                 tok = jax.lax.stop_gradient(tok)  # frozen trunk (sec. 2.1); the optimizer also masks it
             if cfg.mono_proj_dim:

@@ -35,6 +35,11 @@ DW_SEPARABLE_CHOICES = ("none", "unet", "regressor")
 
 @dataclasses.dataclass(frozen=True)
 class DepthBranchConfig:
+    # Compute dtype of the image side (DINOv2 trunk, CNN, multi-view transformer): "bfloat16" or
+    # "float16" as the paper deploys it (B.1); the cost volume / warping, regressor, DPT heads and all
+    # outputs stay float32.
+    image_dtype: str = "float32"
+
     # Cost volume (sec. 2.1): D candidates linear in inverse depth over [1/far, 1/near] at scale 0,
     # D / 4 local candidates at each later scale (DepthSplat `MultiViewUniMatch`).
     num_candidates: int = 64
@@ -79,6 +84,8 @@ class DepthBranchConfig:
         if self.depthwise_separable not in DW_SEPARABLE_CHOICES:
             raise ValueError(f"model.depth.depthwise_separable={self.depthwise_separable!r}: "
                              f"expected one of {DW_SEPARABLE_CHOICES}")
+        if self.image_dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"model.depth.image_dtype={self.image_dtype!r}: expected float32, bfloat16 or float16")
         if self.num_scales not in (1, 2, 3):
             raise ValueError(f"model.depth.num_scales={self.num_scales}: expected 1, 2 or 3")
         if self.num_candidates % (4 ** (self.num_scales - 1)):
