@@ -72,14 +72,20 @@ def test_import_hook_nests_under_the_model_name_and_rejects_strays():
 
 
 def test_bfloat16_image_side_keeps_float32_outputs():
-    cfg = dataclasses.replace(TINY, image_dtype="bfloat16", transformer_layers=1)
-    model = DepthBranch(cfg)
+    """Output dtypes via eval_shape (no compile: bf16 convs are slow to compile on CPU); the bf16
+    trunk itself runs and stays close to float32."""
+    from locojax.models.locosplat.depth.config import TRUNKS
+    from locojax.models.locosplat.depth.dinov2 import DinoV2
+    cfg = dataclasses.replace(TINY, image_dtype="bfloat16")
     args = _inputs()
-    params = model.init(jax.random.PRNGKey(0), *args, train=False)["params"]
-    out = jax.jit(lambda p, *a: model.apply({"params": p}, *a, train=False))(params, *args)
-    ref = jax.jit(lambda p, *a: DepthBranch(dataclasses.replace(cfg, image_dtype="float32")).apply(
-        {"params": p}, *a, train=False))(params, *args)
-    assert out.depth.dtype == jnp.float32 and out.match_prob0.dtype == jnp.float32
-    assert np.all(np.isfinite(np.asarray(out.depth)))
-    # bf16 image features change the matching only slightly at init.
-    assert np.abs(np.asarray(out.match_prob0) - np.asarray(ref.match_prob0)).max() < 0.05
+    model = DepthBranch(cfg)
+    shapes = jax.eval_shape(lambda: model.apply(model.init(jax.random.PRNGKey(0), *args, train=False),
+                                                *args, train=False))
+    assert all(x.dtype == jnp.float32 for x in jax.tree_util.tree_leaves(shapes))
+    dim, heads, _, _ = TRUNKS["tiny"]
+    x = np.random.default_rng(0).normal(size=(1, 28, 28, 3)).astype(np.float32)
+    p = DinoV2(dim, heads, 3, (2,)).init(jax.random.PRNGKey(0), x)
+    f32 = DinoV2(dim, heads, 3, (2,)).apply(p, x)[0][0]
+    bf16 = DinoV2(dim, heads, 3, (2,), jnp.bfloat16).apply(p, x)[0][0]
+    err = np.abs(np.asarray(bf16, np.float32) - np.asarray(f32)).max() / np.abs(np.asarray(f32)).max()
+    assert 0 < err < 0.05
