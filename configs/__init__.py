@@ -22,6 +22,7 @@ _FAMILIES = {
     "globalsplat": ("16k", "tiny"),
     "locosplat": (),
     "locusgs": (),
+    "tokengs": (),
 }
 
 
