@@ -54,6 +54,7 @@ def _paper_training(config, finetune: bool):
     opt.one_cycle_pct_start = (400 if finetune else 2000) / config.total_steps
     opt.one_cycle_div_factor = 25.0
     opt.one_cycle_final_div_factor = 1000.0
+    opt.one_cycle_cycle_momentum = True  # beta1 0.95 -> 0.85 -> 0.95 (official OneCycleLR)
     # wd on every >= 2-D parameter except the head (tokens and anchors decay too, unlike the default)
     opt.no_weight_decay = ("bias", "scale", "gaussian_head")
     opt.grad_clip_norm = 1.0
