@@ -10,6 +10,7 @@ from __future__ import annotations
 from configs import locusgs
 
 PRESETS = locusgs.PRESETS
+MODEL_FAMILY = "locusgs"  # the model family these configs build
 
 
 def get_config(preset: str = "base"):
