@@ -51,6 +51,10 @@ def optimizer_config() -> ml_collections.ConfigDict:
             one_cycle_pct_start=0.05,  # one-cycle: fraction of steps spent rising
             one_cycle_div_factor=25.0,  # one-cycle: start lr = peak / div_factor
             one_cycle_final_div_factor=1e4,  # one-cycle: end lr = start lr / final_div_factor
+            # one-cycle: cycle AdamW beta1 max -> base -> max as torch OneCycleLR(cycle_momentum=True)
+            one_cycle_cycle_momentum=False,
+            one_cycle_max_momentum=0.95,
+            one_cycle_base_momentum=0.85,
             # Per-group peak learning rates keyed by the names the model's `param_labels` returns,
             # e.g. {"backbone": 2e-6}; groups not listed use `learning_rate`.
             group_learning_rates=ml_collections.ConfigDict(),
