@@ -30,6 +30,11 @@ OPEN_SECTIONS = {"optimizer.group_learning_rates": float, "render.capacities": i
 # preset's length (an image shape, a colour, an offset), so `data.image_shape=64` is refused.
 VARIABLE_LENGTH_TUPLES = ("stage_boundaries",)
 
+# Smallest value of the integer keys the training loop divides by or counts with: `--config.eval_every=0`
+# would otherwise pass parsing and stop the run with a ZeroDivisionError after its setup.
+MINIMUM_VALUES = {"total_steps": 0, "batch_size": 1, "log_every": 1, "eval_every": 1, "checkpoint_every": 1,
+                  "keep_checkpoints": 1, "max_consecutive_nonfinite": 1}
+
 
 def optimizer_config() -> ml_collections.ConfigDict:
     """optax AdamW + schedule + clipping; see `locojax/train/optimizer.py` for the semantics."""

@@ -8,9 +8,10 @@
 Before config_flags defines the override flags, every override key is checked to exist (a wrong key
 names the closest valid ones; a section cannot be set as a whole); a key inside an open section
 (`configs.common.OPEN_SECTIONS`, e.g. `optimizer.group_learning_rates.backbone`) may be added. After
-parsing, numeric tuples are checked: same length as the preset's (unless the key is in
+parsing, numeric tuples are checked: numbers, the preset's length (unless the key is in
 `configs.common.VARIABLE_LENGTH_TUPLES`) and the preset's element types (`data.image_shape=64` is
-refused, `render.background=1,1,1` becomes floats).
+refused, `render.background=1,1,1` becomes floats); counts and cadences respect
+`configs.common.MINIMUM_VALUES` (`eval_every=0` is refused).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from absl import flags
 from ml_collections.config_flags import config_flags
 
 import configs
-from configs.common import OPEN_SECTIONS, VARIABLE_LENGTH_TUPLES
+from configs.common import MINIMUM_VALUES, OPEN_SECTIONS, VARIABLE_LENGTH_TUPLES
 
 
 class ConfigError(Exception):
@@ -106,25 +107,30 @@ def _is_number(x) -> bool:
 
 
 def validate(config, original, keys: Sequence[str], name: str = "config") -> None:
-    """Numeric tuples keep the preset's length (unless variable by design) and element types."""
+    """Numeric tuples keep the preset's length (unless variable by design) and element types; keys of
+    `MINIMUM_VALUES` are at least that."""
     for key in keys:
         try:
             before = _get(original, key)
         except (KeyError, AttributeError):
             continue  # an added open-section key
         value = _get(config, key)
+        if key in MINIMUM_VALUES and _is_number(value) and value < MINIMUM_VALUES[key]:
+            raise ConfigError(f"--{name}.{key}={value}: must be at least {MINIMUM_VALUES[key]}")
         if not (isinstance(before, tuple) and before and all(_is_number(x) for x in before)):
             continue
         value = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        like = ",".join(map(str, before))
+        if not all(_is_number(x) for x in value):
+            text = ",".join(map(str, value))
+            raise ConfigError(f"--{name}.{key}: expected {len(before)} numbers like {like}, got {text!r}")
         leaf = key.rsplit(".", 1)[-1]
         if len(value) != len(before) and leaf not in VARIABLE_LENGTH_TUPLES and key not in VARIABLE_LENGTH_TUPLES:
-            raise ConfigError(f"--{name}.{key}: expected a tuple of {len(before)} numbers like "
-                              f"{','.join(map(str, before))}, got {len(value)}: {value}")
+            raise ConfigError(f"--{name}.{key}: expected a tuple of {len(before)} numbers like {like}, "
+                              f"got {len(value)}: {value}")
         as_float = any(isinstance(x, float) for x in before)
         out = []
         for x in value:
-            if not _is_number(x):
-                raise ConfigError(f"--{name}.{key}: expected numbers, got {x!r} in {value}")
             if not as_float and x != int(x):
                 raise ConfigError(f"--{name}.{key}: expected integers, got {x!r} in {value}")
             out.append(float(x) if as_float else int(x))

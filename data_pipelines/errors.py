@@ -18,3 +18,11 @@ class DatasetNotBuiltError(DatasetError, FileNotFoundError):
 
 class CorruptRecordError(DatasetError, OSError):
     pass
+
+
+class UnknownProtocolError(DatasetError, ValueError):
+    pass
+
+
+class NoEvaluableScenesError(DatasetError, ValueError):
+    pass

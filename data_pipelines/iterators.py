@@ -24,6 +24,7 @@ from locojax.types import Batch, Views
 from data_pipelines import augment as aug
 from data_pipelines import datasets, protocols
 from data_pipelines.config import data_value, top_value
+from data_pipelines.errors import NoEvaluableScenesError
 from data_pipelines.loading import open_split
 from data_pipelines.samplers import SceneTooShort, make_sampler
 from data_pipelines.storage import _text
@@ -213,7 +214,8 @@ class EvalIterator:
                         "(of %d non-null entries); e.g. %s", protocol, len(missing_scenes), self.dataset,
                         len(bad_frames), len(index) - null, (missing_scenes + bad_frames)[:5])
         if not entries:
-            raise ValueError(f"protocol {protocol}: no evaluable scenes ({self.report})")
+            raise NoEvaluableScenesError(f"protocol {protocol}: no evaluable scenes in the {self.dataset} test split "
+                                         f"({self.report})")
         self.num_targets = max(len(t) for _, _, _, t in entries)
         per_process = math.ceil(len(entries) / process_count)
         self.entries = entries[process_index * per_process:(process_index + 1) * per_process]

@@ -17,6 +17,8 @@ from typing import Optional
 
 import numpy as np
 
+from data_pipelines.errors import UnknownProtocolError
+
 INDEX_DIR = Path(__file__).resolve().parent / "eval_index"
 
 
@@ -101,7 +103,8 @@ def synthetic_index(keys: list[str], num_frames: list[int], num_context: int, nu
 
 def get_protocol(name: str) -> Protocol:
     if name not in PROTOCOLS:
-        raise ValueError(f"unknown evaluation protocol {name!r}; known: {sorted(PROTOCOLS)}")
+        raise UnknownProtocolError(f"unknown evaluation protocol {name!r} (from config.eval.protocol, data.eval_protocol or --protocol); "
+                                   f"known: {', '.join(sorted(PROTOCOLS))}")
     return PROTOCOLS[name]
 
 

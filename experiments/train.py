@@ -33,12 +33,13 @@ def main(argv=None) -> int:
 
     from data_pipelines.errors import DatasetError
     from locojax.train.checkpoint import CorruptCheckpointError
+    from locojax.train.import_run import ParamsMismatchError
     from locojax.train.loop import NonFiniteError, train_and_evaluate
     from locojax.train.run_dir import ConfigMismatchError
 
     try:
         out = train_and_evaluate(args.config, args.workdir, init_from=args.init_from)
-    except (ConfigMismatchError, CorruptCheckpointError, DatasetError, FileNotFoundError) as e:
+    except (ConfigMismatchError, CorruptCheckpointError, DatasetError, FileNotFoundError, ParamsMismatchError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except NonFiniteError as e:

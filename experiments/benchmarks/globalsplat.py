@@ -30,17 +30,18 @@ from experiments.benchmarks.process_memory import peak_rss_bytes
 def _parse(argv):
     ap = argparse.ArgumentParser(prog="python -m experiments.benchmark globalsplat", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="globalsplat_16k")
-    ap.add_argument("--views", type=int, default=24)
-    ap.add_argument("--targets", type=int, default=12)
-    ap.add_argument("--resolution", type=int, default=256)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--dtype", default=None, choices=[None, "float32", "bfloat16"])
-    ap.add_argument("--remat", action="store_true")
-    ap.add_argument("--attention", default=None, choices=[None, "xla", "cudnn"],
+    ap.add_argument("--config", default="globalsplat_16k", help="a globalsplat config name (default %(default)s)")
+    ap.add_argument("--views", type=int, default=24, help="input (context) views (default %(default)s)")
+    ap.add_argument("--targets", type=int, default=12, help="rendered target views (default %(default)s)")
+    ap.add_argument("--resolution", type=int, default=256, help="square image size (default %(default)s)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed calls after the first (default %(default)s)")
+    ap.add_argument("--dtype", default=None, choices=["float32", "bfloat16"],
+                    help="config.precision (default: the config's)")
+    ap.add_argument("--remat", action="store_true", help="config.model.remat = True")
+    ap.add_argument("--attention", default=None, choices=["xla", "cudnn"],
                     help="config.model.attention_impl (cudnn: GPU flash attention, use with bfloat16)")
     ap.add_argument("--matmul", type=int, default=2048, help="size of the reference square matmul")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=None, help="also write the report as JSON here")
     return ap.parse_args(argv)
 
 
@@ -85,7 +86,15 @@ def _disk_sizes(g) -> dict:
 
 def main(argv=None) -> int:
     """CLI entry point (`experiments.benchmark` passes the remaining argv); prints the JSON report."""
-    run(_parse(sys.argv[1:] if argv is None else argv))
+    import configs
+
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    try:
+        configs.get_config(args.config)
+    except ValueError as e:
+        print(f"error: --config={args.config}: {e}", file=sys.stderr)
+        return 2
+    run(args)
     return 0
 
 

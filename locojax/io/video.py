@@ -7,7 +7,9 @@ binary ships inside its wheel: nothing is downloaded) and GIF (Pillow).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
 
 import numpy as np
 
@@ -53,12 +55,23 @@ def _even(frames: np.ndarray) -> np.ndarray:
     return np.pad(frames, ((0, 0), (0, h % 2), (0, w % 2), (0, 0)))
 
 
+@contextlib.contextmanager
+def _ffmpeg_subprocess():
+    """imageio-ffmpeg starts ffmpeg with subprocess (fork + exec at once); JAX's at-fork hook warns
+    that forking a multithreaded process may deadlock, which cannot happen before an exec: silence
+    exactly that warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        yield
+
+
 def write_mp4(path: str, frames: np.ndarray, fps: int = 24) -> str:
     import imageio.v2 as imageio
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    imageio.mimwrite(path, list(_even(frames)), fps=fps, codec="libx264", quality=8,
-                     pixelformat="yuv420p", macro_block_size=1)
+    with _ffmpeg_subprocess():
+        imageio.mimwrite(path, list(_even(frames)), fps=fps, codec="libx264", quality=8,
+                         pixelformat="yuv420p", macro_block_size=1)
     return path
 
 
@@ -75,8 +88,9 @@ def read_video(path: str) -> np.ndarray:
     """All frames of a video file as uint8 [F, H, W, 3] (tests, notebooks)."""
     import imageio.v2 as imageio
 
-    reader = imageio.get_reader(path)
-    try:
-        return np.stack([np.asarray(f)[..., :3] for f in reader])
-    finally:
-        reader.close()
+    with _ffmpeg_subprocess():
+        reader = imageio.get_reader(path)
+        try:
+            return np.stack([np.asarray(f)[..., :3] for f in reader])
+        finally:
+            reader.close()

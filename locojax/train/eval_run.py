@@ -26,7 +26,7 @@ def evaluate_checkpoint(config, workdir: str, *, step: Optional[int] = None, pro
     workdir = os.path.abspath(workdir)
     if not os.path.isdir(os.path.join(workdir, ckpt.CHECKPOINT_DIR)):
         raise FileNotFoundError(f"--workdir={workdir}: no checkpoints/ (train first)")
-    check_config(config, workdir, EVAL_MAY_CHANGE, what="evaluation")  # (eval keys may differ)
+    check_config(config, workdir, EVAL_MAY_CHANGE, what="an evaluation")  # (eval keys may differ)
     data = default_data_source() if data is None else data
     pi, pc = jax.process_index(), jax.process_count()
     run = build_run(config, peek_batch(data.make_train_iterator(config, process_index=pi, process_count=pc)),

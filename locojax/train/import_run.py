@@ -35,6 +35,10 @@ from locojax.train.state import count_params, create_state
 _WRAPPERS = ("state_dict", "model", "model_state_dict", "module")
 
 
+class ParamsMismatchError(ValueError):
+    """Imported or `--init_from` params that do not fit the model (one line naming the keys)."""
+
+
 def load_state_dict(path: str) -> dict:
     """{name: numpy array} from a .npz, or a torch checkpoint (.pth/.pt/.ckpt; loaded with
     weights_only=True, unwrapping a "state_dict"/"model" entry). torch is imported only here."""
@@ -88,7 +92,7 @@ def _merge(imported: dict, fresh, where: str) -> tuple[dict, list[str]]:
     bad = [f"{'/'.join(p)} {tuple(np.shape(v))} != {tuple(flat_init[p].shape)}" for p, v in flat_new.items()
            if p in flat_init and tuple(np.shape(v)) != tuple(flat_init[p].shape)]
     if unknown or bad:
-        raise ValueError(f"{where}: params do not fit the model: "
+        raise ParamsMismatchError(f"{where}: params do not fit the model: "
                          + "; ".join(([f"unknown {unknown[:5]}"] if unknown else []) + bad[:5]))
     kept = sorted({p[0] for p in flat_init if p not in flat_new})
     merged = {p: np.asarray(flat_new[p], flat_init[p].dtype) if p in flat_new else np.asarray(flat_init[p])
@@ -146,5 +150,5 @@ def init_params_from(source_workdir: str, run, step=None):
         manager.close()
     params, kept = _merge(raw, run.abstract_state.params, f"--init_from={source_workdir} (step {step})")
     if kept:
-        raise ValueError(f"--init_from={source_workdir} (step {step}): no values for {', '.join(kept)}")
+        raise ParamsMismatchError(f"--init_from={source_workdir} (step {step}): no values for {', '.join(kept)}")
     return jax.device_put(params, run.state_shardings.params), step

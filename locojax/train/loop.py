@@ -133,6 +133,11 @@ def run_evaluation(run: Run, evaluator: Evaluator, params, step: int, data: Data
     return summary
 
 
+def _close(iterator) -> None:
+    if hasattr(iterator, "close"):
+        iterator.close()
+
+
 def _safe(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(key))[:80]
 
@@ -181,11 +186,20 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     try:
         run = build_run(config, peek_batch(train_iter), model)
         total = int(config.total_steps)
+        protocol = eval_protocol(config)
+        # An unknown protocol, an unbuilt test split or a wrong --init_from fails here, before anything
+        # is written, not at the first evaluation.
+        _close(data.make_eval_iterator(eval_config(config), protocol=protocol, process_index=run.process_index,
+                                       process_count=run.process_count))
+        init_params = None
+        if init_from and not ckpt.has_checkpoint(workdir):
+            from locojax.train.import_run import init_params_from
+
+            init_params = init_params_from(init_from, run)
         manager = ckpt.make_manager(workdir, int(config.keep_checkpoints))
         restored = ckpt.restore_latest_intact(manager, workdir, run.abstract_state, run.state_shardings)
     except BaseException:
-        if hasattr(train_iter, "close"):
-            train_iter.close()
+        _close(train_iter)
         raise
     latest = None if restored is None else restored[0]
     if restored is not None:
@@ -205,10 +219,8 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     else:
         state = create_state(run.init_fn, jax.random.PRNGKey(int(config.seed)), run.example_batch,
                              run.state_shardings)
-        if init_from:
-            from locojax.train.import_run import init_params_from
-
-            params, from_step = init_params_from(init_from, run)
+        if init_params is not None:
+            params, from_step = init_params
             state = state.replace(params=params)
             if is_main:
                 print(f"initialised the params from {init_from} (step {from_step})", flush=True)
@@ -229,7 +241,6 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     logger = MetricsLogger(workdir, enabled=is_main)
     progress = Progress(total, start, enabled=bool(config.progress_bar) and is_main)
     evaluator = Evaluator(run.model, run.render, config, run.mesh, run.state_shardings.params)
-    protocol = eval_protocol(config)
     step_fn = jit_train_step(
         make_train_step(run.model, run.tx, run.schedule, run.render),
         run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))

@@ -79,7 +79,7 @@ def _saved_dict(workdir: str) -> dict | None:
         return json.load(f)
 
 
-def check_config(config, workdir: str, may_change=RESUME_MAY_CHANGE, *, what: str = "resume") -> list:
+def check_config(config, workdir: str, may_change=RESUME_MAY_CHANGE, *, what: str = "a resume") -> list:
     """The allowed changes [(key, saved, now)] of `config` against the workdir's config.json ([] when
     there is none). A change of any other key raises ConfigMismatchError: one line naming the keys."""
     saved = _saved_dict(workdir)
@@ -89,7 +89,7 @@ def check_config(config, workdir: str, may_change=RESUME_MAY_CHANGE, *, what: st
     refused = [c for c in changes if not _matches(c[0], may_change)]
     if refused:
         raise ConfigMismatchError(
-            f"{os.path.join(workdir, CONFIG_FILE)} differs in keys a {what} cannot change: {_describe(refused)}"
+            f"{os.path.join(workdir, CONFIG_FILE)} differs in keys {what} cannot change: {_describe(refused)}"
             f" (model, optimizer and data keys are fixed for a run; use a new --workdir, or the run's values)")
     return changes
 
@@ -112,7 +112,7 @@ def check_or_save_config(config, workdir: str, write: bool) -> bool:
     """A workdir with a config.json must hold exactly `config`; a fresh one gets it (when `write`).
     Returns True when the workdir already held a config."""
     existed = _saved_dict(workdir) is not None
-    check_config(config, workdir, may_change=(), what="rerun")
+    check_config(config, workdir, may_change=(), what="a rerun")
     if not existed and write:
         save_config(config, workdir)
     return existed

@@ -1,5 +1,6 @@
 """`python -m experiments.benchmark`: helper modules are not offered as benchmarks (process_memory
-crashed), and a benchmark's --help shows its whole description (render's was cut after one line)."""
+crashed), a benchmark's --help shows its whole description (render's was cut after one line), and an
+unknown --config is one line."""
 
 from __future__ import annotations
 
@@ -17,10 +18,21 @@ def test_only_modules_with_main_are_benchmarks(capsys):
 
 
 @pytest.mark.parametrize("name, last_words", [("render", "1,572,864 Gaussians into 8 views."),
-                                              ("metrics", "(first call, i.e. compile, separately)")])
+                                              ("metrics", "(first call, i.e. compile, separately)"),
+                                              ("globalsplat", "also write the report as JSON here"),
+                                              ("train_step", "print the resolved config (after overrides) and exit")])
 def test_help_is_not_cut(name, last_words, capsys):
-    with pytest.raises(SystemExit) as e:
-        benchmark.main([name, "--help"])
-    assert e.value.code == 0
+    try:  # argparse benchmarks exit, absl ones (train_step) return
+        rc = benchmark.main([name, "--help"])
+    except SystemExit as e:
+        rc = e.code
+    assert rc == 0
     out = " ".join(capsys.readouterr().out.split())
     assert last_words in out
+
+
+@pytest.mark.parametrize("name", ["globalsplat", "train_step"])
+def test_unknown_config_is_one_line(name, capsys):
+    assert benchmark.main([name, "--config=nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --config=nope: Unknown config 'nope'") and "globalsplat_16k" in err[0]

@@ -1,6 +1,7 @@
 """Data problems that explain themselves in one line, without a traceback, changing no file: an
-unknown dataset, an unbuilt one, a corrupt TFDS record (names the file and how to rebuild); and
-`data_pipelines.baselines --config` measuring exactly a run's evaluation data."""
+unknown dataset or evaluation protocol, an unbuilt dataset, a corrupt TFDS record (names the file and
+how to rebuild; through baselines and evaluate); and `data_pipelines.baselines --config` measuring
+exactly a run's evaluation data."""
 
 from __future__ import annotations
 
@@ -50,12 +51,18 @@ def test_unknown_and_unbuilt_datasets(tiny_run, tmp_path, capsys):
     argv = ["--config=globalsplat_tiny", f"--workdir={tmp_path / 'wd1'}"]
     assert train.main(argv + _with(tiny_run["overrides"], dataset="imagenet")) == 2
     assert _one_error_line(capsys.readouterr().err) == line
+    # an unknown evaluation protocol fails during setup, not at the step-0 evaluation after config.json
+    argv = ["--config=globalsplat_tiny", f"--workdir={tmp_path / 'wd3'}"]
+    assert train.main(argv + _with(tiny_run["overrides"], **{"eval.protocol": "nope"})) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("error: unknown evaluation protocol 'nope' (from config.eval.protocol") and "pixelsplat_2v" in line
     empty = tmp_path / "no_data"
     argv = ["--config=globalsplat_tiny", f"--workdir={tmp_path / 'wd2'}"]
     assert train.main(argv + _with(tiny_run["overrides"], dataset="re10k", **{"data.data_dir": empty})) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith("error: dataset 're10k' is not built under") and "python -m data_pipelines.build re10k" in line
-    assert not (tmp_path / "wd1" / "checkpoints").exists() and not (tmp_path / "wd2" / "checkpoints").exists()
+    for wd in ("wd1", "wd2", "wd3"):  # nothing written: a corrected rerun starts clean
+        assert not (tmp_path / wd).exists(), wd
 
 
 def test_corrupt_record_names_file_and_rebuild(tiny_run, tmp_path, capsys):
@@ -71,4 +78,11 @@ def test_corrupt_record_names_file_and_rebuild(tiny_run, tmp_path, capsys):
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith("error: corrupt record 0") and str(test_file) in line, line
     assert f"delete {test_file.parent} and rerun" in line
-    assert _snapshot(data) == before
+    from experiments import evaluate
+
+    wd = tmp_path / "wd"
+    shutil.copytree(tiny_run["workdir"], wd)
+    run_before = _snapshot(wd)
+    assert evaluate.main([f"--workdir={wd}", f"--config.data.data_dir={data}"]) == 2
+    assert _one_error_line(capsys.readouterr().err) == line
+    assert _snapshot(data) == before and _snapshot(wd) == run_before

@@ -53,13 +53,23 @@ def test_checkpoint_holds_the_converted_weights(imported):
                                       imported["weights"][key].astype(np.float32).T)
 
 
+def test_render_uses_it(imported):
+    from experiments import render
+    from locojax.io.video import read_video
+
+    assert render.main([f"--workdir={imported['workdir']}", "--frames=3", "--no_gif"]) == 0
+    (mp4,) = (imported["workdir"] / "videos").glob("*_orbit_step0000000.mp4")
+    h, w = imported["config"].data.image_shape
+    video = read_video(str(mp4))
+    assert video.shape == (3, h, 2 * w, 3) and video.std() > 1.0
+
+
 def test_evaluate_and_init_from_use_it(imported, tmp_path):
     from locojax.train.eval_run import evaluate_checkpoint
     from locojax.train.loop import train_and_evaluate
 
     ev = evaluate_checkpoint(imported["config"], str(imported["workdir"]), verbose=False)
     assert ev["step"] == 0 and np.isfinite(ev["summary"]["psnr"])
-    # (render restores through the same restore_checked as evaluate: tested on tiny_run)
     # A fresh run started from the imported params: its step-0 evaluation scores exactly those params.
     config = imported["config"].copy_and_resolve_references()
     config.total_steps = 0
@@ -83,3 +93,17 @@ def test_bad_inputs_are_one_line(imported, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not match the model config" in err[0]
     assert not (tmp_path / "x").exists() and not (tmp_path / "y" / "checkpoints").exists()
+
+
+def test_init_from_that_does_not_fit_is_one_line(imported, tiny_run, tmp_path, capsys):
+    """`train --init_from`: a missing run, or weights of another model shape (the imported fixture
+    network has 4 rounds, the tiny run's model fewer), fail in setup: one line, nothing written."""
+    from experiments import train
+
+    argv = ["--config=globalsplat_tiny", f"--workdir={tmp_path / 'wd'}"] + [f"--config.{o}" for o in tiny_run["overrides"]]
+    assert train.main(argv + [f"--init_from={tmp_path / 'nothing'}"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: --init_from={tmp_path / 'nothing'}: no checkpoints/ there"]
+    assert train.main(argv + [f"--init_from={imported['workdir']}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: --init_from={imported['workdir']} (step 0): params do not fit the model")
+    assert not (tmp_path / "wd").exists()

@@ -82,6 +82,9 @@ def test_a_stage_list_may_change_length():
     ("optimizer=3", r"--config.optimizer: a section"),
     ("data.image_shape=64", r"--config.data.image_shape: expected a tuple of 2 numbers"),
     ("data.image_shape=1.5,2", r"--config.data.image_shape: expected integers"),
+    ("data.image_shape=abc,3", r"--config.data.image_shape: expected 2 numbers like 64,64, got 'abc,3'"),
+    ("eval_every=0", r"--config.eval_every=0: must be at least 1"),
+    ("total_steps=-5", r"--config.total_steps=-5: must be at least 0"),
     ("render.background=0,0", r"--config.render.background: expected a tuple of 3 numbers"),
     ("nokey", "KEY=VALUE")])
 def test_bad_overrides_name_the_key(bad, match):
@@ -103,6 +106,8 @@ def test_entry_point_lists_prints_and_refuses_in_one_line(tmp_path, capsys):
              "error: --config.data.image_shape: expected a tuple of 2 numbers like 64,64, got 1: (64,)"),
             (["--config=globalsplat_tiny", "--config.total_steps=abc", wd],
              "error: flag --config.total_steps=abc: invalid literal for int() with base 10: 'abc'"),
+            (["--config=globalsplat_tiny", "--config.log_every=0", wd],
+             "error: --config.log_every=0: must be at least 1"),
             (["--config=globalsplat_tiny", "--config.eval_evry=3", wd],
              "error: --config.eval_evry: unknown config key; closest valid keys: eval_every, log_every"),
             (["--config=nope", wd], None),

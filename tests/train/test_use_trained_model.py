@@ -66,7 +66,7 @@ def test_sample_sheets_have_labelled_rows(tiny_run):
 
 
 def test_corrupt_checkpoint_named_by_render_and_evaluate(tiny_run, tmp_path, capfd):
-    from experiments import render
+    from experiments import evaluate, render
     from locojax.train.checkpoint import CorruptCheckpointError
     from locojax.train.eval_run import evaluate_checkpoint
 
@@ -84,6 +84,9 @@ def test_corrupt_checkpoint_named_by_render_and_evaluate(tiny_run, tmp_path, cap
     assert errors[0].endswith("earlier checkpoints: 1 (e.g. --step=1)")
     with pytest.raises(CorruptCheckpointError, match=r"checkpoint step 2 .* --step=1"):
         evaluate_checkpoint(tiny_run["config"], str(wd), verbose=False)
+    assert evaluate.main([f"--workdir={wd}"]) == 2  # the command: the same one line, no traceback
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and [line for line in err.splitlines() if line.startswith("error:")] == errors
     assert _snapshot(wd) == before  # nothing written, nothing moved
 
 
