@@ -31,6 +31,8 @@ def _one_error_line(err: str) -> str:
 
 
 def test_baselines_measure_the_runs_evaluation_data(tiny_run, capsys):
+    data = pathlib.Path(tiny_run["config"].data.data_dir)
+    before = _snapshot(data)
     assert baselines.main(["--config=globalsplat_tiny"] + _with(tiny_run["overrides"])) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     config = tiny_run["config"]
@@ -40,6 +42,7 @@ def test_baselines_measure_the_runs_evaluation_data(tiny_run, capsys):
     assert 5.0 < result["psnr_mean_colour"] < 60.0 and 5.0 < result["psnr_nearest_context_view"] < 60.0
     assert baselines.main([f"--workdir={tiny_run['workdir']}"]) == 0  # the run's own config.json
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
+    assert _snapshot(data) == before  # the run's cached data was used as it is: nothing built
 
 
 def test_unknown_and_unbuilt_datasets(tiny_run, tmp_path, capsys):

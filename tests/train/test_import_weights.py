@@ -4,7 +4,9 @@ weights, and evaluate, render and `train --init_from` use it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -31,6 +33,11 @@ def imported(tiny_run, tmp_path_factory, fixtures_dir):
     config = configs.get_config("globalsplat_tiny")
     configs.apply_overrides(config, overrides)
     return dict(workdir=root / "wd", weights=weights, config=config, pth=pth, overrides=overrides)
+
+
+def _snapshot(root) -> dict:
+    return {str(p.relative_to(root)): hashlib.sha1(p.read_bytes()).hexdigest()
+            for p in sorted(pathlib.Path(root).rglob("*")) if p.is_file()}
 
 
 def test_checkpoint_holds_the_converted_weights(imported):
@@ -93,6 +100,13 @@ def test_bad_inputs_are_one_line(imported, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not match the model config" in err[0]
     assert not (tmp_path / "x").exists() and not (tmp_path / "y" / "checkpoints").exists()
+    # importing into a run that has checkpoints is refused, and the run is left as it was
+    before = _snapshot(imported["workdir"])
+    assert import_weights.main(["--family=globalsplat", f"--from={imported['pth']}",
+                                f"--workdir={imported['workdir']}", "--config=globalsplat_tiny"]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: --workdir={imported['workdir']} already holds checkpoints; "
+                                               "import into a new directory")
+    assert _snapshot(imported["workdir"]) == before
 
 
 def test_init_from_that_does_not_fit_is_one_line(imported, tiny_run, tmp_path, capsys):
