@@ -13,6 +13,7 @@ jitted once per Evaluator, so evaluations during training never recompile.
 from __future__ import annotations
 
 import csv
+import math
 import json
 import os
 import time
@@ -158,13 +159,18 @@ def write_results(results: list[dict], path_stem: str) -> tuple[str, str]:
     return csv_path, json_path
 
 
+def format_lpips(value: float, width: int = 7) -> str:
+    """LPIPS as printed: "off" when it was not computed (config.eval.lpips=false leaves it NaN)."""
+    return f"{'off':>{width}s}" if math.isnan(value) else f"{value:{width}.4f}"
+
+
 def format_table(results: list[dict], title: str = "") -> str:
     s = summarize(results)
     lines = [title] if title else []
     lines.append(f"{'scene':<28s} {'PSNR':>7s} {'SSIM':>7s} {'LPIPS':>7s} {'#G':>8s} {'enc ms':>8s}")
     for r in results:
-        lines.append(f"{r['scene'][:28]:<28s} {r['psnr']:7.2f} {r['ssim']:7.4f} {r['lpips']:7.4f} "
+        lines.append(f"{r['scene'][:28]:<28s} {r['psnr']:7.2f} {r['ssim']:7.4f} {format_lpips(r['lpips'])} "
                      f"{r['num_gaussians']:8d} {r['encoder_ms']:8.1f}")
     lines.append(f"{'mean (' + str(s['num_scenes']) + ' scenes)':<28s} {s['psnr']:7.2f} {s['ssim']:7.4f} "
-                 f"{s['lpips']:7.4f} {s['num_gaussians']:8.0f} {s['encoder_ms']:8.1f}")
+                 f"{format_lpips(s['lpips'])} {s['num_gaussians']:8.0f} {s['encoder_ms']:8.1f}")
     return "\n".join(lines)

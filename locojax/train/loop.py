@@ -21,7 +21,7 @@ import numpy as np
 from locojax.models.registry import build_model
 from locojax.train import checkpoint as ckpt
 from locojax.train import sharding as shd
-from locojax.train.evaluate import DIAG_PREFIX, Evaluator, summarize, write_results
+from locojax.train.evaluate import DIAG_PREFIX, Evaluator, format_lpips, summarize, write_results
 from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save_png
 from locojax.train.optimizer import make_optimizer
 from locojax.train.run_dir import CONFIG_FILE, check_config, config_changes, config_to_dict, describe_changes, \
@@ -128,7 +128,8 @@ def run_evaluation(run: Run, evaluator: Evaluator, params, step: int, data: Data
             save_png(os.path.join(workdir, "samples", f"step{int(step):07d}_{_safe(key)}.png"), grid)
             logger.image(f"samples/{_safe(key)}", grid, int(step))
         msg = (f"eval step {int(step)} [{protocol}, {summary['num_scenes']} scenes]: "
-               f"PSNR {summary['psnr']:.2f}  SSIM {summary['ssim']:.4f}  LPIPS {summary['lpips']:.4f}")
+               f"PSNR {summary['psnr']:.2f}  SSIM {summary['ssim']:.4f}  "
+               f"LPIPS {format_lpips(summary['lpips'], 0)}")
         (progress.message if progress else print)(msg)
     return summary
 

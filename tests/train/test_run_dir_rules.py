@@ -142,4 +142,6 @@ def test_cli_evaluate_defaults_to_the_runs_config_and_train_cli_refuses_in_one_l
     assert _files(wd) == before
     # no --config: the run's own config.json; an evaluation key may differ
     assert evaluate.main([f"--workdir={wd}", "--num_scenes=1", "--config.eval.lpips=false"]) == 0
-    assert "synthetic @ step 2" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "synthetic @ step 2" in out
+    assert "nan" not in out and out.count("    off ") == 2  # LPIPS not computed: says so (scene + mean rows)
