@@ -45,7 +45,8 @@ def _run_config(known) -> str | None:
         return None
     path = os.path.join(workdir, "config.json")
     if not os.path.exists(path):
-        raise ConfigError(f"--workdir={workdir}: no config.json (not a run directory?); give --config")
+        raise ConfigError(f"--workdir={workdir}: no config.json (not a training run directory; train or import "
+                          "weights into it first, or give --config)")
     return path
 
 

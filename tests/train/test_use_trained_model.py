@@ -122,3 +122,16 @@ def test_resume_moves_nothing_when_no_checkpoint_restores(tiny_run, tmp_path):
         train_and_evaluate(tiny_run["config"], str(wd), model=build_model(other))
     assert not (wd / "checkpoints_corrupt").exists()
     assert _snapshot(wd) == before
+
+
+def test_evaluate_and_render_outside_a_run_are_one_line(tmp_path, capsys):
+    from experiments import evaluate, render
+
+    wd = tmp_path / "not_a_run"
+    assert evaluate.main([f"--workdir={wd}"]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: --workdir={wd}: no config.json (not a training run directory; "
+                                               "train or import weights into it first, or give --config)")
+    assert render.main([f"--workdir={wd}"]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: --workdir={wd}: no config.json (not a training run directory; "
+                                               "train or import weights into it first)")
+    assert not wd.exists()
