@@ -57,6 +57,9 @@ def main(argv=None) -> int:
         return args
     cli.maybe_initialize_distributed(args)
     config = args.config
+    if args.compare and not os.path.isfile(args.compare):  # before the evaluation, not after it
+        print(f"error: --compare={args.compare}: no such file", file=sys.stderr)
+        return 2
     if args.num_scenes is not None:
         config.eval.num_scenes = int(args.num_scenes)
 
@@ -77,7 +80,11 @@ def main(argv=None) -> int:
     if args.compare:
         from locojax.train.compare import print_paired_comparison
 
-        print_paired_comparison(out["json"], args.compare)
+        try:
+            print_paired_comparison(out["json"], args.compare)
+        except (KeyError, ValueError) as e:
+            print(f"error: --compare={args.compare}: {e}", file=sys.stderr)
+            return 2
     return 0
 
 

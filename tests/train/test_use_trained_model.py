@@ -135,3 +135,12 @@ def test_evaluate_and_render_outside_a_run_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (f"error: --workdir={wd}: no config.json (not a training run directory; "
                                                "train or import weights into it first)")
     assert not wd.exists()
+
+
+def test_evaluate_compare_with_a_missing_file_stops_before_evaluating(tiny_run, tmp_path, capsys):
+    from experiments import evaluate
+
+    before = _snapshot(tiny_run["workdir"])
+    assert evaluate.main([f"--workdir={tiny_run['workdir']}", f"--compare={tmp_path / 'other.json'}"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --compare={tmp_path / 'other.json'}: no such file"
+    assert _snapshot(tiny_run["workdir"]) == before
