@@ -1,13 +1,16 @@
 """python -m experiments.train --config=globalsplat_tiny --workdir=DIR [--config.KEY=VALUE ...]
 
 --config: a name (--config=help or --list_configs lists them), configs/<family>.py:<preset>, or a
-run's config.json; --print_config prints the resolved config and exits. Rerunning the same command
-resumes from the latest checkpoint; cadence and path keys (total_steps, eval_every, data.data_dir, ...)
-may change on resume, keys that change the model, optimizer or data are refused.
+run's config.json (the default when DIR has one); --print_config prints the resolved config and exits.
+Rerunning the same command (or just --workdir=DIR) resumes from the latest checkpoint; cadence and
+path keys (total_steps, eval_every, data.data_dir, ...) may change on resume, e.g.
+`--workdir=DIR --config.total_steps=N` trains longer; keys that change the model, optimizer or data
+are refused.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from absl import flags
@@ -24,9 +27,16 @@ def _define_flags(fv: flags.FlagValues) -> None:
     cli.define_distributed_flags(fv)
 
 
+def _run_config(known) -> str | None:
+    """Without --config: the run's own config.json when the workdir has one (resume as it was)."""
+    workdir = known["workdir"].value
+    path = os.path.join(workdir, "config.json") if workdir else None
+    return path if path and os.path.exists(path) else None
+
+
 def main(argv=None) -> int:
     cli.quiet_tensorflow()
-    args = cli.parse(argv, _define_flags, doc=__doc__)
+    args = cli.parse(argv, _define_flags, doc=__doc__, config_default=_run_config)
     if isinstance(args, int):
         return args
     cli.maybe_initialize_distributed(args)

@@ -136,6 +136,8 @@ def test_cli_evaluate_defaults_to_the_runs_config_and_train_cli_refuses_in_one_l
     assert len(err) == 1 and "optimizer.learning_rate 0.001 -> 0.5" in err[0], err
     assert train.main(["--config=globalsplat_tiny", f"--workdir={wd}", *overrides]) == 0
     assert "already at its last step 2" in capsys.readouterr().out
+    assert train.main([f"--workdir={wd}"]) == 0  # no --config: the run's own config.json
+    assert "already at its last step 2" in capsys.readouterr().out
     assert evaluate.main([f"--workdir={wd}", "--config.model.num_latents=8"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "model.num_latents 64 -> 8" in err[0], err
