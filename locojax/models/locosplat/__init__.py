@@ -34,10 +34,7 @@ def check_optimizer_groups(config, m: ModelConfig) -> None:
 
 def build(config) -> LoCoSplatModel:
     """The LoCoSplat GaussianModel for `config` (reads config.model, config.loss, config.data)."""
-    from locojax.models.locosplat.depth.config import require_trunk_weights
-
     m = model_config_from(config.model)
-    require_trunk_weights(m.depth)
     check_optimizer_groups(config, m)
     data = config.get("data", None)
     shape = tuple(data.get("image_shape", ())) if data is not None else None

@@ -24,6 +24,7 @@ from locojax import losses
 from locojax.metrics.diagnostics import mass_width, normalized_entropy
 from locojax.models.interface import FINAL, LossTerm, Prediction
 from locojax.models.locosplat.config import LossConfig, ModelConfig
+from locojax.models.locosplat.depth.config import require_trunk_weights
 from locojax.models.locosplat.network import COARSE_SET, FINAL_SET, LoCoSplatNet, NetOutput
 from locojax.types import Batch, RenderOutput, Views
 
@@ -34,6 +35,7 @@ BACKBONE, FROZEN, DEFAULT = "backbone", "frozen", "default"
 
 class LoCoSplatModel:
     name = "locosplat"
+    loss_network_keys = (LPIPS_KEY,)  # frozen LPIPS-VGG weights: counted apart by experiments.describe
 
     def __init__(self, cfg: ModelConfig, loss: LossConfig, image_shape=None, num_views=None):
         self.cfg, self.loss_cfg = cfg, loss
@@ -45,6 +47,11 @@ class LoCoSplatModel:
 
     # ----- interface -----
     def init(self, rng, batch: Batch):
+        """Initial parameters. A frozen pretrained-width trunk needs converted weights
+        (`require_trunk_weights`): checked when parameters are really made, not when they are only
+        traced (`experiments.describe` runs init under jax.eval_shape and needs no weights)."""
+        if not isinstance(rng, jax.core.Tracer):
+            require_trunk_weights(self.cfg.depth)
         c = batch.context
         args = [jnp.asarray(a[:1]) for a in (c.images, c.intrinsics, c.c2w, c.near, c.far)]
         params = {NET_KEY: self.net.init(rng, *args, train=False)["params"]}
