@@ -113,11 +113,13 @@ def _tiny(config):
     d.feature_head_out_channels = (8, 16, 32, 32)
     m.regressor_channels = 32
     config.loss.lpips_weight = 0.0  # LPIPS-VGG dominates a CPU step at this size: MSE only
-    config.total_steps = 1000
+    # 100 steps: ~15 min on a shared 2-core CPU including the dataset build and compilation (a step
+    # is ~5 s there); held-out PSNR is already above copy-nearest after 20 steps.
+    config.total_steps = 100
     config.batch_size = 2
-    config.log_every = 25
-    config.eval_every = 500
-    config.checkpoint_every = 500
+    config.log_every = 10
+    config.eval_every = 100
+    config.checkpoint_every = 100
     opt = config.optimizer
     opt.learning_rate = 1e-3
     opt.one_cycle_pct_start = 0.05

@@ -31,9 +31,9 @@ def voxel_keys(x, cell: float):
     eq. 1), overflow [] int32 = number of points with a coordinate outside +-KEY_LIMIT cells or not
     finite; those are clamped to +-KEY_LIMIT (a shared sentinel cell))."""
     q = jnp.round(jax.lax.stop_gradient(x).astype(jnp.float32) / jnp.float32(cell))
-    ok = jnp.abs(q) < KEY_LIMIT  # False for NaN too
-    overflow = jnp.sum(~jnp.all(ok, axis=-1)).astype(jnp.int32)
-    q = jnp.where(ok, q, KEY_LIMIT)
+    ok = jnp.all(jnp.abs(q) < KEY_LIMIT, axis=-1, keepdims=True)  # False for NaN too
+    overflow = jnp.sum(~ok).astype(jnp.int32)
+    q = jnp.where(ok, q, KEY_LIMIT)  # the whole point goes to the one sentinel cell
     return q.astype(jnp.int32), overflow
 
 
