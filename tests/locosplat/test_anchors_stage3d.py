@@ -5,6 +5,7 @@ compilation across scenes of different occupancy, inert dead rows, offsets withi
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from locojax.models.locosplat.anchors import build_anchors, unproject
 from locojax.models.locosplat.decode import DEAD_POSITION, decode_gaussians
@@ -142,3 +143,55 @@ def test_unproject_pixel_centres_opencv():
     # pixel (0, 0) centre at (0.25, 0.25) normalised -> ray (-0.25, -0.25, 1) x depth 2, + t
     np.testing.assert_allclose(p[0, 0], [0.5, -0.5, 2.0], atol=1e-6)
     np.testing.assert_allclose(p[1, 1], [1.5, 0.5, 2.0], atol=1e-6)
+
+
+@pytest.mark.long_running  # compiling the whole model's forward + backward: minutes on a shared 2-core CPU
+def test_locosplat_tiny_step_lowers_the_loss():
+    """The whole tiny model (trainable trunk, two depth scales, anchors, grids, head, the coarse-depth
+    set through the toolkit's extra sets) at 32 px: a few Adam steps on one batch lower eq. 6's loss."""
+    import optax
+
+    import configs
+    from locojax.models.interface import FINAL
+    from locojax.models.locosplat import build
+    from locojax.render.factory import make_render_fn, render_sets
+    from locojax.types import Batch, Views
+
+    cfg = configs.get_config("locosplat_tiny")
+    cfg.data.image_shape = (32, 32)
+    cfg.render.backend = "dense"
+    model = build(cfg)
+    rng = np.random.default_rng(0)
+    b, v, h, w = 1, 2, 32, 32
+    kk = np.broadcast_to(np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]], np.float32), (b, v, 3, 3))
+    c2w = np.broadcast_to(np.eye(4, dtype=np.float32), (b, v, 4, 4)).copy()
+    c2w[..., 0, 3] = np.arange(v) * 0.1
+    img = np.repeat(np.repeat(rng.uniform(0, 1, (b, v, 4, 4, 3)), 8, 2), 8, 3).astype(np.float32)
+    views = Views(images=jnp.asarray(img), intrinsics=jnp.asarray(kk), c2w=jnp.asarray(c2w),
+                  near=jnp.full((b, v), 0.5), far=jnp.full((b, v), 100.0), index=jnp.zeros((b, v), jnp.int32))
+    batch = Batch(context=views, target=views, scene_id=jnp.zeros((b,), jnp.int32))
+    params = model.init(jax.random.PRNGKey(0), batch)
+    render = make_render_fn(cfg.render, model.sh_degree)
+
+    def loss_fn(p):
+        pred = model.predict(p, batch.context, step=jnp.int32(0), train=True, rng=jax.random.PRNGKey(1))
+        assert set(pred.extra) == {"coarse"} and pred.gaussians.means.shape == (b, v * h * w, 3)
+        renders = render_sets(render, pred.render_sets(), batch.target)
+        terms = model.loss_terms(p, batch, pred, renders, step=jnp.int32(0), rng=jax.random.PRNGKey(2))
+        assert set(terms) == {"mse", "coarse_mse"} and float(terms["coarse_mse"].weight) == 0.9
+        return sum(t.weight * t.value for t in terms.values()), renders[FINAL].rgb
+
+    tx = optax.adam(1e-3)
+    opt = tx.init(params)
+
+    @jax.jit
+    def step(p, o):
+        (loss, _), g = jax.value_and_grad(loss_fn, has_aux=True)(p)
+        u, o = tx.update(g, o, p)
+        return optax.apply_updates(p, u), o, loss
+
+    losses = []
+    for _ in range(4):
+        params, opt, loss = step(params, opt)
+        losses.append(float(loss))
+    assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
