@@ -66,19 +66,31 @@ class ModelConfig:
 
 @dataclasses.dataclass(frozen=True)
 class LossConfig:
-    """`config.loss`: Table 6 / appendix 0.B.3 weights (see `losses.py` for the terms)."""
+    """`config.loss`: the official objective (`model_wrapper.py`, `config/loss/default.yaml`; see
+    `losses.py` for the terms). Per subset: 2 MSE + 1 perceptual (w_rgb 2 x (w_mse 1 MSE + perc_w 0.5
+    perceptual)) + 1e-2 frustum + 1e-2 decoder reg; lengths in canonical units."""
 
     mse_weight: float = 2.0
-    lpips_weight: float = 1.0
+    # VGG perceptual loss with its pixel L1 term (`locojax.losses.perceptual`), weight w_rgb x perc_w.
+    perceptual_weight: float = 1.0
+    # "vgg19": the official trunk with the user's torchvision vgg19 file `vgg19_weights` (without one,
+    # the bundled LPIPS VGG-16 trunk at the same taps is used instead, and a warning says so);
+    # "vgg16_lpips": that substitute explicitly; "pixel_l1": departure, the pixel L1 term e0 alone
+    # (no VGG: cheap on a CPU).
+    perceptual_net: str = "vgg19"
+    vgg19_weights: str = ""            # path of a torchvision vgg19 state_dict (.pth/.pt/.npz)
+    lpips_weight: float = 0.0          # departure (LPIPS-VGG16, not in the official objective)
     frustum_weight: float = 1e-2
     frustum_tau: float = 10.0
-    frustum_max_depth: float = 100.0
+    # Far bound of eq. 42 in world units: official (metric_scale 10 / scene_scale) x 4 canonical units
+    # (`model_wrapper.py:643-644`), i.e. 40 world units. The near bound is 1e-2 canonical.
+    frustum_max_depth: float = 40.0
     decoder_weight: float = 1e-2       # on scale + rotation + SH (eqs. 46-48)
-    opacity_weight: float = 1e-2       # eq. 44 (paper; not in the official decoder reg)
+    opacity_weight: float = 0.0        # eq. 44: paper only, not in the official code (switch; off)
     alpha_max: float = 0.2
     consistency: bool = True           # False: Table 5's "w/o consistency loss"
     consistency_alpha_weight: float = 1e-3
-    consistency_depth_weight: float = 1e-2
+    consistency_depth_weight: float = 1e-2  # on depths in canonical units
     consistency_support: float = 1e-2
 
 
