@@ -1,166 +1,124 @@
-"""Named configs: `<family>_<preset>` -> `configs/<family>.py:get_config("<preset>")`.
+"""Configs, big_vision style: `configs/<family>.py` defines `PRESETS` and `get_config(preset)`.
 
-    from configs import get_config, config_names, apply_overrides
-    config = get_config("globalsplat_tiny")
-    apply_overrides(config, ["total_steps=10", "optimizer.learning_rate=1e-3"])
+Every module of this package with both is a family, found automatically; its configs are named
+`<family>_<preset>` (e.g. `globalsplat_16k` -> `configs/globalsplat.py:get_config("16k")`).
 
-A family module lists its presets in `PRESETS`; the table below is the fallback for modules that
-do not (and documents what is expected to exist).
+    import configs
+    config = configs.get_config("globalsplat_tiny")            # or "configs/globalsplat.py:tiny"
+    configs.apply_overrides(config, ["total_steps=10", "optimizer.learning_rate=1e-3"])
+
+The entry points take the same through absl flags (`--config=NAME --config.KEY=VALUE`), parsed by
+`ml_collections.config_flags` (see `configs/flags.py`); `apply_overrides` goes through the same parser.
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
+import functools
 import importlib
-from typing import Iterable, Sequence
+import json
+import os
+import pkgutil
+from typing import Iterable
 
 import ml_collections
 
-# family module (configs/<family>.py) -> preset names it accepts when it has no PRESETS attribute.
-_FAMILIES = {
-    "globalsplat": ("16k", "tiny"),
-    "locosplat": (),
-    "locusgs": (),
-}
+CONFIG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def _family_presets(family: str) -> tuple[str, ...]:
-    try:
-        module = importlib.import_module(f"configs.{family}")
-    except ModuleNotFoundError as e:
-        if e.name == f"configs.{family}":
-            return ()
-        raise
-    return tuple(getattr(module, "PRESETS", _FAMILIES.get(family, ())))
+@functools.lru_cache(maxsize=None)
+def families() -> dict[str, tuple[str, ...]]:
+    """{family module name: its PRESETS} for every `configs/<family>.py` with PRESETS and get_config."""
+    out = {}
+    for info in pkgutil.iter_modules([CONFIG_DIR]):
+        if info.ispkg or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"configs.{info.name}")
+        if hasattr(module, "PRESETS") and callable(getattr(module, "get_config", None)):
+            out[info.name] = tuple(module.PRESETS)
+    return out
 
 
 def config_names() -> list[str]:
     """Every valid `--config=` name, sorted."""
-    return sorted(f"{fam}_{p}" for fam in _FAMILIES for p in _family_presets(fam))
+    return sorted(f"{fam}_{p}" for fam, presets in families().items() for p in presets)
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """`<family>_<preset>` -> (family, preset); the longest family name that prefixes `name` wins."""
+    for fam in sorted(families(), key=len, reverse=True):
+        if name.startswith(fam + "_") and name[len(fam) + 1:] in families()[fam]:
+            return fam, name[len(fam) + 1:]
+    names = config_names()
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(f"Unknown config {name!r}.{hint} Valid configs: {', '.join(names) or '(none)'}"
+                     " (or a file: --config=configs/<family>.py:<preset>)")
 
 
 def get_config(name: str) -> ml_collections.ConfigDict:
-    """The resolved preset `name`; an unknown name raises ValueError listing the valid ones."""
-    names = config_names()
-    if name not in names:
-        close = difflib.get_close_matches(name, names, n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise ValueError(f"Unknown config {name!r}.{hint} Valid configs: {', '.join(names) or '(none)'}")
-    family, preset = name.split("_", 1)
+    """The preset `name` (`<family>_<preset>`); an unknown name raises ValueError listing the valid ones."""
+    family, preset = split_name(name)
     config = importlib.import_module(f"configs.{family}").get_config(preset)
     if not config.get("model_family"):
         config.model_family = family
     return config
 
 
-def _literal_or_str(text: str):
+def load_config(spec: str) -> ml_collections.ConfigDict:
+    """A config from `--config=SPEC`: a name (`globalsplat_16k`), a family file with its preset
+    (`configs/globalsplat.py:16k`), or a run's saved `config.json`."""
+    path, _, arg = spec.partition(":")
+    if path.endswith(".json"):
+        return config_from_json(path)
+    if path.endswith(".py"):
+        if not os.path.exists(path):
+            raise ValueError(f"no such file {path}")
+        family = os.path.splitext(os.path.basename(path))[0]
+        if os.path.dirname(os.path.abspath(path)) == CONFIG_DIR and family in families():
+            return get_config(f"{family}_{arg or families()[family][0]}")
+        from ml_collections.config_flags import config_flags
+
+        module = config_flags._LoadConfigModule(f"{family}_config", path)  # another file: load it
+        return module.get_config(*([arg] if arg else []))
+    return get_config(spec)
+
+
+def _tuples(value):
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def config_from_json(path: str) -> ml_collections.ConfigDict:
+    """A run's `config.json` as a ConfigDict (lists back to tuples; a null leaf takes any literal)."""
+    if not os.path.exists(path):
+        raise ValueError(f"no such file {path}")
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
+        with open(path) as f:
+            raw = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
 
+    def build(d):
+        out = ml_collections.ConfigDict()
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out[k] = build(v)
+            elif v is None:
+                out[k] = ml_collections.FieldReference(None, field_type=object)
+            else:
+                out[k] = v
+        return out
 
-def _parse_value(text: str, current, key: str):
-    """`text` parsed to the type of the existing value `current` (bool/int/float/str/tuple/None)."""
-    if isinstance(current, bool):
-        low = text.strip().lower()
-        if low in ("true", "1", "yes"):
-            return True
-        if low in ("false", "0", "no"):
-            return False
-        raise ValueError(f"--config.{key}: expected a bool (true/false), got {text!r}")
-    if isinstance(current, int):
-        try:
-            return int(text)
-        except ValueError:
-            f = float(text)  # accept "1e3"
-            if f != int(f):
-                raise ValueError(f"--config.{key}: expected an int, got {text!r}") from None
-            return int(f)
-    if isinstance(current, float):
-        return float(text)
-    if isinstance(current, str):
-        return text
-    if isinstance(current, (tuple, list)):
-        value = ast.literal_eval(text) if text.strip()[:1] in "([" else tuple(
-            _literal_or_str(t.strip()) for t in text.split(",") if t.strip())
-        if not isinstance(value, (tuple, list)):
-            value = (value,)
-        if current and all(isinstance(v, float) for v in current):
-            value = tuple(float(v) for v in value)
-        return type(current)(value)
-    # None or anything else: a Python literal if it parses as one, the string otherwise.
-    if text.strip().lower() == "none":
-        return None
-    return _literal_or_str(text)
-
-
-def _all_keys(config: ml_collections.ConfigDict, prefix: str = "") -> list[str]:
-    out = []
-    for k, v in config.items():
-        out.append(prefix + k)
-        if isinstance(v, ml_collections.ConfigDict):
-            out += _all_keys(v, prefix + k + ".")
-    return out
+    return build(_tuples(raw))
 
 
 def apply_overrides(config: ml_collections.ConfigDict, overrides: Iterable[str]) -> ml_collections.ConfigDict:
-    """Apply "a.b.c=VALUE" strings in place; the value's type comes from the existing value.
+    """Apply "a.b.c=VALUE" strings in place, parsed exactly as `--config.a.b.c=VALUE` on the command
+    line (ml_collections.config_flags, then `configs.flags.validate`); errors raise ValueError."""
+    from configs import flags
 
-    Unknown keys raise ValueError naming the closest existing keys. A key inside a ConfigDict that
-    is empty by design (e.g. `optimizer.group_learning_rates.backbone`) may be added.
-    """
-    for item in overrides:
-        if "=" not in item:
-            raise ValueError(f"Config override {item!r} is not of the form KEY=VALUE")
-        key, text = item.split("=", 1)
-        key = key.strip()
-        if key.startswith("config."):
-            key = key[len("config."):]
-        *parents, leaf = key.split(".")
-        node = config
-        for i, p in enumerate(parents):
-            if p not in node or not isinstance(node[p], ml_collections.ConfigDict):
-                close = difflib.get_close_matches(key, _all_keys(config), n=3)
-                raise ValueError(f"Unknown config key {key!r} (no section {'.'.join(parents[:i + 1])!r})."
-                                 f" Close keys: {close}")
-            node = node[p]
-        if leaf not in node:
-            if len(node) == 0 and parents:  # an open mapping such as group_learning_rates
-                node[leaf] = _parse_value(text, None, key)
-                continue
-            close = difflib.get_close_matches(key, _all_keys(config), n=3)
-            raise ValueError(f"Unknown config key {key!r}. Close keys: {close}")
-        current = node[leaf]
-        if isinstance(current, ml_collections.ConfigDict):
-            raise ValueError(f"Config key {key!r} is a section; set one of its fields instead")
-        value = _parse_value(text, current, key)
-        try:
-            node[leaf] = value
-        except TypeError:
-            # A FieldReference typed None-able field (e.g. int) given another type: reset it.
-            with node.unlocked():
-                del node[leaf]
-                node[leaf] = value
-    return config
-
-
-def parse_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Split argv into `--config.KEY=VALUE` overrides (returned as "KEY=VALUE") and the rest."""
-    overrides, rest = [], []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a.startswith("--config."):
-            body = a[len("--config."):]
-            if "=" not in body:  # "--config.key value"
-                if i + 1 >= len(argv):
-                    raise ValueError(f"{a}: missing value")
-                body = f"{body}={argv[i + 1]}"
-                i += 1
-            overrides.append(body)
-        else:
-            rest.append(a)
-        i += 1
-    return overrides, rest
+    return flags.apply_overrides(config, list(overrides))

@@ -10,37 +10,25 @@ A family module `configs/<family>.py` does
         ...preset-specific overrides...
         return config
 
-and lists its preset names in a module-level `PRESETS = ("16k", "tiny", ...)`. Names on the command
-line are `<family>_<preset>` (see `configs/__init__.py`).
+and lists its preset names in a module-level `PRESETS = ("16k", "tiny", ...)`; that is all it takes to
+be found (names on the command line are `<family>_<preset>`, see `configs/__init__.py`). `config.data`
+is `data_pipelines.config.default_data_config()`, the one place its defaults are written.
 """
 
 from __future__ import annotations
 
 import ml_collections
 
+from data_pipelines.config import default_data_config
 
-def _default_data_config() -> ml_collections.ConfigDict:
-    """The data pipelines' own defaults when they exist; a local copy of the contract otherwise."""
-    try:
-        from data_pipelines.config import default_data_config
-    except ImportError:
-        default_data_config = None
-    if default_data_config is not None:
-        return ml_collections.ConfigDict(default_data_config())
-    return ml_collections.ConfigDict(
-        dict(
-            data_dir=ml_collections.FieldReference(None, field_type=str),
-            image_shape=(64, 64),
-            sampler="globalsplat",
-            num_context_views=2,
-            num_target_views=4,
-            eval_protocol="synthetic",
-            eval_num_scenes=ml_collections.FieldReference(None, field_type=int),
-            augment=False,
-            synthetic_num_train_scenes=64,
-            synthetic_num_test_scenes=8,
-        )
-    )
+
+# Sections whose keys are open (absent until set): `--config.<section>.<new key>=VALUE` adds one, with
+# this value type. Everything else must exist in the preset (a wrong key is refused, naming the closest).
+OPEN_SECTIONS = {"optimizer.group_learning_rates": float, "render.capacities": int}
+
+# Numeric tuple keys whose length may change (a stage list); every other numeric tuple keeps its
+# preset's length (an image shape, a colour, an offset), so `data.image_shape=64` is refused.
+VARIABLE_LENGTH_TUPLES = ("stage_boundaries",)
 
 
 def optimizer_config() -> ml_collections.ConfigDict:
@@ -63,6 +51,10 @@ def optimizer_config() -> ml_collections.ConfigDict:
             one_cycle_pct_start=0.05,  # one-cycle: fraction of steps spent rising
             one_cycle_div_factor=25.0,  # one-cycle: start lr = peak / div_factor
             one_cycle_final_div_factor=1e4,  # one-cycle: end lr = start lr / final_div_factor
+            # one-cycle: cycle AdamW beta1 max -> base -> max as torch OneCycleLR(cycle_momentum=True)
+            one_cycle_cycle_momentum=False,
+            one_cycle_max_momentum=0.95,
+            one_cycle_base_momentum=0.85,
             # Per-group peak learning rates keyed by the names the model's `param_labels` returns,
             # e.g. {"backbone": 2e-6}; groups not listed use `learning_rate`.
             group_learning_rates=ml_collections.ConfigDict(),
@@ -113,7 +105,7 @@ def base_config() -> ml_collections.ConfigDict:
     config.seed = 0
 
     config.dataset = "synthetic"
-    config.data = _default_data_config()
+    config.data = ml_collections.ConfigDict(default_data_config())  # the data pipelines' own
 
     config.optimizer = optimizer_config()
     config.render = render_config()

@@ -26,25 +26,11 @@ import dataclasses
 
 import ml_collections
 
+from configs.common import base_config
 from locojax.models.globalsplat.config import PRECISION_PARTS, LossConfig, ModelConfig
 
 PRESETS = ("16k", "32k", "2k", "tiny", "16k_single_stream", "16k_plucker_only",
            "16k_no_consistency", "16k_direct")
-
-
-def _base():
-    try:
-        from configs.common import base_config
-    except ImportError:  # pragma: no cover - the shared base is in the tree
-        base_config = None
-    if base_config is not None:
-        return base_config()
-    config = ml_collections.ConfigDict(dict(total_steps=1000, batch_size=1, log_every=10, eval_every=500,
-                                            checkpoint_every=500, seed=0, dataset="synthetic",
-                                            precision="float32", remat=False))
-    config.data = ml_collections.ConfigDict()
-    config.optimizer = ml_collections.ConfigDict()
-    return config
 
 
 def model_config(config) -> ml_collections.ConfigDict:
@@ -87,13 +73,13 @@ def _paper_training(config):
     data.num_context_views = 13
     data.num_target_views = 12
     data.augment = True
-    config.render.eps2d = 0.05 if "render" in config else None  # official render_static_batched
+    config.render.eps2d = 0.05  # official render_static_batched
 
 
 def get_config(preset: str = "16k") -> ml_collections.ConfigDict:
     if preset not in PRESETS:
         raise ValueError(f"Unknown GlobalSplat preset {preset!r}; valid: {', '.join(PRESETS)}")
-    config = _base()
+    config = base_config()
     config.model_family = "globalsplat"
     config.model = model_config(config)
     config.loss = loss_config()
@@ -147,7 +133,7 @@ def _tiny(config):
     data.num_context_views = 6
     data.num_target_views = 4
     data.augment = False
-    if "synthetic_num_train_scenes" in data:  # a small embedded dataset that builds in < 1 min
-        data.synthetic_num_train_scenes = 16
-        data.synthetic_num_test_scenes = 4
-        data.synthetic_image_size = 64
+    # a small embedded dataset that builds in < 1 min
+    data.synthetic_num_train_scenes = 16
+    data.synthetic_num_test_scenes = 4
+    data.synthetic_image_size = 64

@@ -3,12 +3,18 @@ model cannot score well by copying: "nearest context view" (the context image wh
 is closest to the target's, copied as the prediction) and "mean colour" (every pixel = the mean
 colour of the context images). PSNR in dB on [0, 1] images, averaged over target views.
 
+    python -m data_pipelines.baselines --config=NAME [--config.KEY=VALUE ...] [--protocol=...]
+    python -m data_pipelines.baselines --workdir=RUN_DIR [--protocol=...]
     python -m data_pipelines.baselines [--protocol=synthetic] [--views=2,6] [--image_size=256] [--data_dir=...]
+
+With --config (the same name and overrides as `experiments.train`) or --workdir (a run's own
+config.json) the baselines see exactly the scenes, views and image size that run is evaluated on
+(its protocol, eval.num_scenes, data_dir): the numbers to put beside its held-out PSNR. Without
+either, a standalone synthetic dataset is built from the remaining flags.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -39,23 +45,58 @@ def evaluate(config, protocol: str) -> dict:
                 mean = ctx.images[b].mean(axis=(0, 1, 2))
                 mean_colour.append(psnr(np.broadcast_to(mean, tgt.images[b, v].shape), tgt.images[b, v]))
     return {"protocol": protocol, "num_context_views": int(batch.context.images.shape[1]),
+            "image_shape": list(batch.context.images.shape[2:4]),
             "scenes": it.report["evaluated"], "target_views": len(nearest),
             "psnr_nearest_context_view": round(float(np.mean(nearest)), 2),
             "psnr_mean_colour": round(float(np.mean(mean_colour)), 2)}
 
 
+def _define_flags(fv) -> None:
+    from absl import flags
+
+    flags.DEFINE_string("workdir", None, "a run directory: use its config.json", flag_values=fv)
+    flags.DEFINE_string("protocol", None, "default: the config's, else synthetic", flag_values=fv)
+    flags.DEFINE_list("views", ["2", "6"], "context view counts (synthetic protocol only)", flag_values=fv)
+    flags.DEFINE_integer("image_size", 256, "image side (standalone synthetic data)", lower_bound=8, flag_values=fv)
+    flags.DEFINE_string("data_dir", None, "dataset directory (standalone synthetic data)", flag_values=fv)
+    flags.DEFINE_integer("num_train", None, "synthetic_num_train_scenes (standalone synthetic data)",
+                         flag_values=fv)
+    flags.DEFINE_integer("num_test", None, "synthetic_num_test_scenes (standalone synthetic data)", flag_values=fv)
+
+
+def _run_config(fv):
+    """Without --config, a --workdir's own config.json."""
+    import os
+
+    workdir = fv["workdir"].value
+    return os.path.join(workdir, "config.json") if workdir else None
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m data_pipelines.baselines", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--protocol", default="synthetic")
-    p.add_argument("--views", default="2,6", help="context view counts (synthetic protocol only)")
-    p.add_argument("--image_size", type=int, default=256)
-    p.add_argument("--data_dir", default=None)
-    p.add_argument("--num_train", type=int, default=None, help="synthetic_num_train_scenes (default config)")
-    p.add_argument("--num_test", type=int, default=None)
-    args = p.parse_args(argv)
+    from experiments import cli
+    from data_pipelines.errors import DatasetError
+
+    cli.quiet_tensorflow()
+    args = cli.parse(argv, _define_flags, doc=__doc__, config="optional", config_default=_run_config)
+    if isinstance(args, int):
+        return args
+    if args.config is not None:
+        from locojax.train.loop import eval_config, eval_protocol
+
+        try:
+            from data_pipelines.config import top_value
+            from data_pipelines.datasets import check_dataset
+
+            check_dataset(top_value(args.config, "dataset", "synthetic"))  # the run's (even if the protocol's differs)
+            result = evaluate(eval_config(args.config), eval_protocol(args.config, args.protocol))
+        except (DatasetError, FileNotFoundError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(json.dumps(result))
+        return 0
+    protocol = args.protocol or "synthetic"
     results = []
-    views = [int(v) for v in args.views.split(",")] if args.protocol == "synthetic" else [None]
+    views = [int(v) for v in args.views] if protocol == "synthetic" else [None]
     for v in views:
         data = {"data_dir": args.data_dir, "image_shape": (args.image_size, args.image_size),
                 "num_context_views": v, "eval_batch_size": 4}
@@ -65,7 +106,7 @@ def main(argv=None) -> int:
             data["synthetic_num_test_scenes"] = args.num_test
         data = {k: val for k, val in data.items() if val is not None}
         config = ml_collections.ConfigDict({"dataset": "synthetic", "batch_size": 4, "seed": 0, "data": data})
-        results.append(evaluate(config, args.protocol))
+        results.append(evaluate(config, protocol))
         print(json.dumps(results[-1]))
     return 0
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from data_pipelines.config import DATASETS, data_value
+from data_pipelines.errors import DatasetNotBuiltError, UnknownDatasetError
 
 NEAR_FAR = {
     "synthetic": (0.5, 15.0),
@@ -37,7 +38,8 @@ def resolve_data_dir(data_dir=None, config=None) -> str:
 
 def check_dataset(name: str) -> str:
     if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; expected one of {DATASETS}")
+        raise UnknownDatasetError(f"config.dataset={name!r}: unknown dataset; expected one of "
+                                  f"{', '.join(DATASETS)}")
     return name
 
 
@@ -80,6 +82,15 @@ def is_prepared(builder) -> bool:
     return (Path(str(builder.data_dir)) / "dataset_info.json").exists()
 
 
+def rebuild_hint(name: str, builder) -> str:
+    """How to rebuild dataset `name` (whose prepared files are in builder.data_dir)."""
+    root = Path(str(builder.data_dir)).parents[2]  # <root>/<builder name>/<config>/<version>
+    if name == "synthetic":
+        return f"delete {builder.data_dir} and rerun (the synthetic dataset rebuilds itself)"
+    return (f"delete {builder.data_dir} and rebuild it with `python -m data_pipelines.build {name} "
+            f"--manual_dir=SRC --data_dir={root}`")
+
+
 def ensure_built(name: str, builder, manual_dir=None):
     """Build if needed. Synthetic builds itself; the others need their source files (manual_dir)."""
     if is_prepared(builder):
@@ -87,11 +98,11 @@ def ensure_built(name: str, builder, manual_dir=None):
     import tensorflow_datasets as tfds
 
     if name != "synthetic" and manual_dir is None:
-        raise FileNotFoundError(
+        raise DatasetNotBuiltError(
             f"dataset {name!r} is not built under {builder.data_dir}; build it with "
             f"`python -m data_pipelines.build {name} --manual_dir=SRC --data_dir=...`")
     if manual_dir is not None and not Path(manual_dir).is_dir():
-        raise FileNotFoundError(f"dataset {name!r}: manual_dir {manual_dir} does not exist")
+        raise DatasetNotBuiltError(f"dataset {name!r}: manual_dir {manual_dir} does not exist")
     dl_config = tfds.download.DownloadConfig(manual_dir=manual_dir) if manual_dir else None
     builder.download_and_prepare(file_format=FILE_FORMAT, download_config=dl_config)
     return builder

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from data_pipelines import encoding
+from data_pipelines.errors import CorruptRecordError
 from data_pipelines.scene import Scene
 
 
@@ -28,7 +29,8 @@ class SceneSource:
         meta = builder.info.metadata or {}
         keys = meta.get(f"keys_{split}") if hasattr(meta, "get") else None
         if keys is None or len(keys) != len(self._source):
-            keys = [_text(self._source[i]["key"]) for i in range(len(self._source))]  # slow path: read all
+            keys = [_text(self.record(i)["key"]) for i in range(len(self._source))]  # slow path: read all
+        self.keys = None
         self.keys = list(keys)
         self.index_of = {k: i for i, k in enumerate(self.keys)}
         frames = meta.get(f"frames_{split}") if hasattr(meta, "get") else None
@@ -38,7 +40,27 @@ class SceneSource:
         return len(self._source)
 
     def record(self, i: int) -> dict:
-        return self._source[int(i)]
+        try:
+            return self._source[int(i)]
+        except (RuntimeError, OSError, ValueError) as e:  # Riegeli: "Corrupted Riegeli/records file"
+            raise CorruptRecordError(self._corrupt_message(int(i), e)) from None
+
+    def _corrupt_message(self, i: int, e: Exception) -> str:
+        from data_pipelines.datasets import rebuild_hint
+
+        info = self.builder.info.splits[self.split]
+        lengths, paths = list(info.shard_lengths), [str(p) for p in info.filepaths]
+        shard, start = 0, 0
+        while shard < len(lengths) - 1 and i >= start + lengths[shard]:
+            start += lengths[shard]
+            shard += 1
+        where = paths[shard] if shard < len(paths) else str(self.builder.data_dir)
+        keys = getattr(self, "keys", None)
+        scene = f" (scene {keys[i]})" if keys and i < len(keys) else ""
+        cause = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        name = self.builder.name.replace("locojax_", "")  # TFDS name locojax_<dataset>
+        return (f"corrupt record {i}{scene} of split {self.split!r} in {where}: {cause}. To fix: "
+                f"{rebuild_hint(name, self.builder)}")
 
     def num_frames(self, i: int) -> int:
         """Frame count of scene i (from the build metadata; reads the record only as a fallback)."""

@@ -1,20 +1,38 @@
 """python -m experiments.benchmark NAME [args]: dispatch to `experiments.benchmarks.NAME.main(argv)`.
 
 Each benchmark module lives in `experiments/benchmarks/NAME.py` (render, metrics, globalsplat, ...)
-and parses its own arguments.
+and parses its own arguments (`python -m experiments.benchmark NAME --help`). Modules without
+a `main` (e.g. process_memory) are helpers, not benchmarks.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import os
 import pkgutil
 import sys
 
 
+def _has_main(path: str) -> bool:
+    """Whether the module at `path` defines a top-level `main` (read, not imported: importing would
+    pull in JAX for every listed module)."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    return any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body)
+
+
 def available() -> list[str]:
+    """Benchmark names: the modules of experiments/benchmarks with a `main` (helpers such as
+    process_memory are not benchmarks)."""
     import experiments.benchmarks as pkg
 
-    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_"))
+    out = []
+    for m in pkgutil.iter_modules(pkg.__path__):
+        path = os.path.join(m.module_finder.path, m.name + ".py")
+        if not m.name.startswith("_") and not m.ispkg and os.path.exists(path) and _has_main(path):
+            out.append(m.name)
+    return sorted(out)
 
 
 def main(argv=None) -> int:

@@ -1,42 +1,145 @@
-"""Argument handling shared by the entry points: `--config=NAME` plus `--config.KEY=VALUE`
-overrides (typed from the existing value), and optional multi-host initialisation."""
+"""absl flags shared by the entry points: `--config` (ml_collections.config_flags, see configs/flags.py)
+with `--config.KEY=VALUE` overrides, `--list_configs`, `--print_config`, and multi-host initialisation.
+
+Each entry point defines its own flags on a fresh `flags.FlagValues` (so `main(argv)` can be called
+more than once, e.g. by tests) and calls `parse`:
+
+    def main(argv=None) -> int:
+        args = cli.parse(argv, _define_flags, doc=__doc__)
+        if isinstance(args, int):      # --help, --list_configs, --print_config, or a bad flag (printed)
+            return args
+        train_and_evaluate(args.config, args.workdir)
+"""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from typing import Callable, Optional, Sequence
+
+from absl import flags
 
 import configs
+from configs.flags import ConfigError, check_parsed, define_config_flag
 
 
-def add_common_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True,
-                        help="config name, e.g. globalsplat_tiny; valid: " + ", ".join(configs.config_names()))
-    parser.add_argument("--workdir", required=True, help="run directory (checkpoints, logs, config)")
-    parser.add_argument("--coordinator_address", default=None,
-                        help="multi-host: host:port of process 0 (jax.distributed.initialize)")
-    parser.add_argument("--num_processes", type=int, default=None)
-    parser.add_argument("--process_id", type=int, default=None)
+def list_configs() -> str:
+    """One line per family: its config names."""
+    lines = ["configs (--config=NAME, or --config=configs/<family>.py:<preset>):"]
+    for family, presets in sorted(configs.families().items()):
+        lines.append(f"  {family}: " + ", ".join(f"{family}_{p}" for p in presets))
+    return "\n".join(lines)
 
 
-def resolve_config(name: str, overrides: list[str]):
-    """The named config with overrides applied; exits with the error message on a bad name/key."""
+def format_config(config) -> str:
+    """`key=value` lines of the resolved config, in the form `--config.key=value` takes."""
+    from configs.flags import all_keys
+
+    resolved = config.copy_and_resolve_references()
+    lines = []
+    for key in all_keys(resolved):
+        node = resolved
+        for part in key.split("."):
+            node = node[part]
+        if hasattr(node, "keys"):
+            if len(node) == 0:
+                lines.append(f"{key}={{}}")
+            continue
+        value = ",".join(map(str, node)) if isinstance(node, tuple) else node
+        lines.append(f"{key}={value}")
+    return "\n".join(lines)
+
+
+def define_distributed_flags(fv: flags.FlagValues) -> None:
+    flags.DEFINE_string("coordinator_address", None,
+                        "multi-host: host:port of process 0 (jax.distributed.initialize)", flag_values=fv)
+    flags.DEFINE_integer("num_processes", None, "multi-host: number of processes", flag_values=fv)
+    flags.DEFINE_integer("process_id", None, "multi-host: this process' index", flag_values=fv)
+
+
+class Args:
+    """Parsed flag values by attribute (`args.workdir`), the config as `args.config`."""
+
+    def __init__(self, fv: flags.FlagValues, config):
+        self._fv = fv
+        self.config = config
+
+    def __getattr__(self, name):
+        return self._fv[name].value
+
+
+def _has_flag(argv: Sequence[str], name: str) -> bool:
+    return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in argv)
+
+
+def parse(argv: Optional[Sequence[str]], define: Callable[[flags.FlagValues], None], *, doc: str,
+          config: str = "required", config_default: Optional[Callable[[flags.FlagValues], Optional[str]]] = None):
+    """Parse argv (default sys.argv[1:]). Returns `Args`, or an exit code once help, the config list or
+    the resolved config was printed, or an error was (one line on stderr).
+
+    config: "required", "optional" (args.config may be None) or "none" (no --config flag).
+    config_default: called with the flags parsed so far (known_only) when --config is absent: a config
+    spec to use instead (e.g. the workdir's config.json), or None.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("--help", "-h", "--helpshort", "--helpfull") for a in argv):
+        fv = flags.FlagValues()
+        define(fv)
+        if config != "none":
+            define_config_flag(fv, [])
+            _define_listing_flags(fv)
+        print(doc.strip() + "\n\nflags:\n" + fv.get_help(include_special_flags=False))
+        return 0
+    if config != "none" and ("--config=help" in argv or _has_flag(argv, "list_configs")):
+        print(list_configs())
+        return 0
+    prog = "locojax"
     try:
-        config = configs.get_config(name)
-        configs.apply_overrides(config, overrides)
-    except ValueError as e:
-        sys.exit(f"error: {e}")
-    return config
+        fv = flags.FlagValues()
+        define(fv)
+        holder = None
+        if config != "none":
+            _define_listing_flags(fv)
+            default = None
+            if not _has_flag(argv, "config") and config_default is not None:
+                known = flags.FlagValues()
+                define(known)
+                known([prog, *argv], known_only=True)
+                default = config_default(known)
+            holder = define_config_flag(fv, argv, default=default)
+        rest = fv([prog, *argv])
+        if len(rest) > 1:
+            raise ConfigError(f"unexpected arguments: {' '.join(rest[1:])}")
+        if holder is not None:
+            check_parsed(holder, argv)
+            if config == "required" and holder.value is None:
+                raise ConfigError("--config is required (e.g. --config=globalsplat_tiny; --config=help lists them)")
+        cfg = holder.value if holder is not None else None
+        if cfg is not None and fv["print_config"].value:
+            print(format_config(cfg))
+            return 0
+        for name in _required(fv):
+            if fv[name].value is None:
+                raise ConfigError(f"--{name} is required")
+    except (flags.Error, ConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return Args(fv, cfg)
 
 
-def parse(parser: argparse.ArgumentParser, argv: list[str]):
-    try:
-        overrides, rest = configs.parse_overrides(argv)
-    except ValueError as e:
-        sys.exit(f"error: {e}")
-    args = parser.parse_args(rest)
-    return args, overrides
+REQUIRED = "(required)"
+
+
+def _required(fv: flags.FlagValues) -> list[str]:
+    """Flags whose help text ends with REQUIRED (absl's mark_flag_as_required acts on the global FLAGS)."""
+    return [name for name, f in fv._flags().items() if (f.help or "").endswith(REQUIRED) and name == f.name]
+
+
+def _define_listing_flags(fv: flags.FlagValues) -> None:
+    flags.DEFINE_boolean("list_configs", False, "print the config names (same as --config=help) and exit",
+                         flag_values=fv)
+    flags.DEFINE_boolean("print_config", False, "print the resolved config (after overrides) and exit",
+                         flag_values=fv)
 
 
 def maybe_initialize_distributed(args) -> None:

@@ -15,47 +15,50 @@ torch file needs torch (pip install 'locojax[convert]'); nothing is downloaded.
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from absl import flags
 
 from experiments import cli
 
 
+def _define_flags(fv: flags.FlagValues) -> None:
+    flags.DEFINE_string("family", None, "model family, e.g. globalsplat " + cli.REQUIRED, flag_values=fv)
+    flags.DEFINE_string("from", None, "the weights file (.pth/.pt/.ckpt/.npz) " + cli.REQUIRED, flag_values=fv)
+    flags.DEFINE_string("workdir", None, "new run directory to create " + cli.REQUIRED, flag_values=fv)
+    flags.DEFINE_string("kind", "official", "the file's layout, as the family's converter names it",
+                        flag_values=fv)
+
+
+def _family_config(known) -> str | None:
+    """Without --config: the family's first preset (e.g. globalsplat_16k, the released model)."""
+    import configs
+    from configs.flags import ConfigError
+
+    family = known["family"].value
+    if family is None:
+        return None
+    if family not in configs.families():
+        raise ConfigError(f"--family={family}: no configs/{family}.py; families: "
+                          f"{', '.join(sorted(configs.families()))}")
+    return f"{family}_{configs.families()[family][0]}"
+
+
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
     cli.quiet_tensorflow()
-    parser = argparse.ArgumentParser(prog="python -m experiments.import_weights", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--family", required=True, help="model family, e.g. globalsplat")
-    parser.add_argument("--from", dest="source", required=True, help="the weights file (.pth/.pt/.ckpt/.npz)")
-    parser.add_argument("--workdir", required=True, help="new run directory to create")
-    parser.add_argument("--config", default=None, help="config name (default: the family's first preset)")
-    parser.add_argument("--kind", default="official", help="the file's layout, as the family's converter names it")
-    args, overrides = cli.parse(parser, argv)
-    name = args.config or _default_config(args.family)
-    config = cli.resolve_config(name, overrides)
+    args = cli.parse(argv, _define_flags, doc=__doc__, config_default=_family_config)
+    if isinstance(args, int):
+        return args
 
     from locojax.train.import_run import import_weights
     from locojax.train.run_dir import ConfigMismatchError
 
     try:
-        import_weights(args.family, args.source, args.workdir, config, kind=args.kind)
+        import_weights(args.family, getattr(args, "from"), args.workdir, args.config, kind=args.kind)
     except (ConfigMismatchError, FileNotFoundError, ImportError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-def _default_config(family: str) -> str:
-    import configs
-
-    names = [n for n in configs.config_names() if n.startswith(family + "_")]
-    if not names:
-        sys.exit(f"error: --family={family}: no configs named {family}_*; valid: {', '.join(configs.config_names())}")
-    import importlib
-
-    presets = getattr(importlib.import_module(f"configs.{family}"), "PRESETS", None)
-    return f"{family}_{presets[0]}" if presets else names[0]
 
 
 if __name__ == "__main__":

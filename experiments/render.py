@@ -10,34 +10,40 @@ step<N>.mp4 and .gif. Default: the first scene of the config's protocol, the lat
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from absl import flags
 
 from experiments import cli
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    cli.quiet_tensorflow()
-    parser = argparse.ArgumentParser(prog="python -m experiments.render", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", required=True, help="a run directory (config.json + checkpoints/)")
-    parser.add_argument("--scene", default=None, help="scene key (default: the protocol's first scene)")
-    parser.add_argument("--path", default="orbit", choices=("orbit", "interpolate"))
-    parser.add_argument("--frames", type=int, default=60)
-    parser.add_argument("--step", type=int, default=None, help="checkpoint step (default: the latest)")
-    parser.add_argument("--fps", type=int, default=24)
-    parser.add_argument("--protocol", default=None, help="evaluation protocol to take the scene from")
-    parser.add_argument("--no_gif", action="store_true", help="write the mp4 only")
-    args = parser.parse_args(argv)
+def _define_flags(fv: flags.FlagValues) -> None:
+    flags.DEFINE_string("workdir", None, "a run directory (config.json + checkpoints/) " + cli.REQUIRED,
+                        flag_values=fv)
+    flags.DEFINE_string("scene", None, "scene key (default: the protocol's first scene)", flag_values=fv)
+    flags.DEFINE_enum("path", "orbit", ["orbit", "interpolate"], "camera path", flag_values=fv)
+    flags.DEFINE_integer("frames", 60, "number of frames", lower_bound=1, flag_values=fv)
+    flags.DEFINE_integer("step", None, "checkpoint step (default: the latest)", flag_values=fv)
+    flags.DEFINE_integer("fps", 24, "frames per second", lower_bound=1, flag_values=fv)
+    flags.DEFINE_string("protocol", None, "evaluation protocol to take the scene from", flag_values=fv)
+    flags.DEFINE_boolean("gif", True, "also write a GIF (--nogif / --no_gif: the mp4 only)", flag_values=fv)
+    flags.DEFINE_boolean("no_gif", False, "write the mp4 only", flag_values=fv)
 
+
+def main(argv=None) -> int:
+    cli.quiet_tensorflow()
+    args = cli.parse(argv, _define_flags, doc=__doc__, config="none")
+    if isinstance(args, int):
+        return args
+
+    from data_pipelines.errors import DatasetError
     from locojax.train.checkpoint import CorruptCheckpointError
     from locojax.train.render_run import render_video
 
     try:
         render_video(args.workdir, scene=args.scene, path=args.path, frames=args.frames, step=args.step,
-                     fps=args.fps, protocol=args.protocol, gif=not args.no_gif)
-    except (CorruptCheckpointError, FileNotFoundError, ValueError) as e:
+                     fps=args.fps, protocol=args.protocol, gif=args.gif and not args.no_gif)
+    except (CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -1,35 +1,44 @@
 """python -m experiments.train --config=globalsplat_tiny --workdir=DIR [--config.KEY=VALUE ...]
 
-Rerunning the same command resumes from the latest checkpoint; a different config in the same
-workdir is refused.
+--config: a name (--config=help or --list_configs lists them), configs/<family>.py:<preset>, or a
+run's config.json; --print_config prints the resolved config and exits. Rerunning the same command
+resumes from the latest checkpoint; cadence and path keys (total_steps, eval_every, data.data_dir, ...)
+may change on resume, keys that change the model, optimizer or data are refused.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from absl import flags
 
 from experiments import cli
 
 
+def _define_flags(fv: flags.FlagValues) -> None:
+    flags.DEFINE_string("workdir", None, "run directory (checkpoints, logs, config.json) " + cli.REQUIRED,
+                        flag_values=fv)
+    flags.DEFINE_string("init_from", None,
+                        "a run directory (e.g. from experiments.import_weights) whose params start this run",
+                        flag_values=fv)
+    cli.define_distributed_flags(fv)
+
+
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
     cli.quiet_tensorflow()
-    parser = argparse.ArgumentParser(prog="python -m experiments.train", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    cli.add_common_args(parser)
-    parser.add_argument("--init_from", default=None,
-                        help="a run directory (e.g. from experiments.import_weights) whose params start this run")
-    args, overrides = cli.parse(parser, argv)
-    config = cli.resolve_config(args.config, overrides)
+    args = cli.parse(argv, _define_flags, doc=__doc__)
+    if isinstance(args, int):
+        return args
     cli.maybe_initialize_distributed(args)
 
+    from data_pipelines.errors import DatasetError
+    from locojax.train.checkpoint import CorruptCheckpointError
     from locojax.train.loop import NonFiniteError, train_and_evaluate
     from locojax.train.run_dir import ConfigMismatchError
 
     try:
-        out = train_and_evaluate(config, args.workdir, init_from=args.init_from)
-    except (ConfigMismatchError, FileNotFoundError) as e:
+        out = train_and_evaluate(args.config, args.workdir, init_from=args.init_from)
+    except (ConfigMismatchError, CorruptCheckpointError, DatasetError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except NonFiniteError as e:

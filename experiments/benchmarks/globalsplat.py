@@ -28,7 +28,8 @@ from experiments.benchmarks.process_memory import peak_rss_bytes
 
 
 def _parse(argv):
-    ap = argparse.ArgumentParser(prog="experiments.benchmark globalsplat")
+    ap = argparse.ArgumentParser(prog="python -m experiments.benchmark globalsplat", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="globalsplat_16k")
     ap.add_argument("--views", type=int, default=24)
     ap.add_argument("--targets", type=int, default=12)

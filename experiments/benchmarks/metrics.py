@@ -149,7 +149,8 @@ def format_result(res) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmark metrics", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.benchmark metrics", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)

@@ -159,7 +159,8 @@ def _fmt(x, spec):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmark render", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.benchmark render", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="only N=16384 (1 and 8 views), fewer repetitions")
     parser.add_argument("--sizes", type=int, nargs="*", default=None, help="override the Gaussian counts")
     parser.add_argument("--views", type=int, nargs="*", default=[1, 8])

@@ -9,11 +9,12 @@ warm-up step runs first). `peak_rss_bytes` is the process' peak resident memory,
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
-import configs
+from absl import flags
+
+from experiments import cli
 from experiments.benchmarks.process_memory import peak_rss_bytes, release_freed_memory, resident_bytes
 
 
@@ -21,17 +22,22 @@ def _gib(n):
     return "?" if n is None else f"{n / 2**30:.2f}"
 
 
+def _define_flags(fv: flags.FlagValues) -> None:
+    flags.DEFINE_boolean("lower_only", False, "trace and lower only (no compile)", flag_values=fv)
+    flags.DEFINE_integer("steps", 3, "timed steps", flag_values=fv)
+    flags.DEFINE_string("json", None, "write the figures to this .json", flag_values=fv)
+
+
+def _default_config(known) -> str:
+    return "globalsplat_16k"
+
+
 def main(argv) -> int:
-    overrides, rest = configs.parse_overrides(list(argv))
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmark train_step", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default="globalsplat_16k")
-    parser.add_argument("--lower_only", action="store_true", help="trace and lower only (no compile)")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args(rest)
-    config = configs.get_config(args.config)
-    configs.apply_overrides(config, overrides)
+    args = cli.parse(argv, _define_flags, doc=__doc__, config_default=_default_config)
+    if isinstance(args, int):
+        return args
+    config = args.config
+    config_name = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), "globalsplat_16k")
 
     import jax
 
@@ -66,7 +72,7 @@ def main(argv) -> int:
                 state, m = compiled(state, batch)
             jax.block_until_ready(m)
             info["seconds_per_step"] = (time.perf_counter() - t0) / args.steps
-    info.update(config=args.config, devices=[d.device_kind for d in jax.devices()],
+    info.update(config=config_name, devices=[d.device_kind for d in jax.devices()],
                 global_batch_size=int(config.batch_size), peak_rss_bytes=peak_rss_bytes())
     for k, v in info.items():
         print(f"{k:>28s}: {v}")

@@ -69,6 +69,9 @@ class GaussianModel(Protocol):
 
     name: str
     num_gaussians: int  # Gaussians per scene of the final set at full capacity (static)
+    # Optional: top-level params keys that hold a loss network (e.g. frozen LPIPS-VGG weights), counted
+    # apart from the model's parameters by `experiments.describe`; default ().
+    # loss_network_keys: tuple[str, ...]
     sh_degree: int
 
     def init(self, rng: jax.Array, batch: Batch) -> Params:

@@ -52,6 +52,13 @@ def _preservation_policy(keep: int):
     ])
 
 
+def has_checkpoint(workdir: str) -> bool:
+    """Whether `workdir/checkpoints/` holds a step directory (without opening a manager, which would
+    create the directory)."""
+    path = os.path.join(workdir, CHECKPOINT_DIR)
+    return os.path.isdir(path) and any(name.isdigit() for name in os.listdir(path))
+
+
 def make_manager(workdir: str, keep: int, async_save: bool = True) -> ocp.CheckpointManager:
     policy = _preservation_policy(keep)
     kwargs = dict(create=True, enable_async_checkpointing=async_save)
@@ -186,20 +193,33 @@ def move_aside(manager, workdir: str, step: int) -> str:
 
 def restore_latest_intact(manager, workdir: str, abstract_state, shardings, log=print):
     """(step, state, data_state) of the newest checkpoint that restores, or None when there is none.
-    Each newer corrupt one is moved aside (see `move_aside`) with a one-line message; only process 0
+
+    Newer checkpoints that fail are moved aside (see `move_aside`) with a one-line message each, but
+    only once an older one has restored: when none restores the cause is not a damaged file (e.g. the
+    model's structure changed), so nothing is moved and the latest failure is raised. Only process 0
     moves files (all processes see the same failure on a shared filesystem)."""
+    failed = []
     for step in sorted(manager.all_steps(), reverse=True):
         try:
             state, data = restore_checked(manager, step, abstract_state, shardings, offer_earlier=False)
         except CorruptCheckpointError as e:
+            failed.append(e)
+            continue
+        for e in failed:
             if jax.process_index() == 0:
-                dest = move_aside(manager, workdir, step)
+                dest = move_aside(manager, workdir, e.step)
             else:
-                dest = os.path.join(os.path.abspath(workdir), CORRUPT_DIR, str(step))
+                dest = os.path.join(os.path.abspath(workdir), CORRUPT_DIR, str(e.step))
                 manager.reload()
             log(f"warning: {e}. Moved it to {dest}; resuming from the previous checkpoint.")
-            continue
+        if failed:
+            log(f"resumed from checkpoint step {step}")
         return int(step), state, data
+    if failed:
+        e = failed[0]
+        raise CorruptCheckpointError(
+            f"{e} (and none of the {len(failed)} checkpoints in {manager.directory} restores, so none "
+            "was moved: does this code/config still build the model that wrote them?)", e.step, e.path)
     return None
 
 

@@ -11,7 +11,7 @@ import jax
 from locojax.train import checkpoint as ckpt
 from locojax.train.evaluate import Evaluator, format_table, summarize, write_results
 from locojax.train.loop import DataSource, build_run, default_data_source, eval_config, eval_protocol, peek_batch
-from locojax.train.run_dir import check_or_save_config
+from locojax.train.run_dir import EVAL_MAY_CHANGE, check_config
 
 
 def evaluate_checkpoint(config, workdir: str, *, step: Optional[int] = None, protocol: Optional[str] = None,
@@ -20,11 +20,13 @@ def evaluate_checkpoint(config, workdir: str, *, step: Optional[int] = None, pro
     """Returns {"step", "protocol", "results", "summary", "csv", "json", "ply"}.
 
     export_ply: scene keys to export, or an int k for the first k scenes, or None.
+    `config` may differ from the run's config.json only in `run_dir.EVAL_MAY_CHANGE` keys (e.g.
+    eval.protocol, eval.num_scenes).
     """
     workdir = os.path.abspath(workdir)
     if not os.path.isdir(os.path.join(workdir, ckpt.CHECKPOINT_DIR)):
         raise FileNotFoundError(f"--workdir={workdir}: no checkpoints/ (train first)")
-    check_or_save_config(config, workdir, write=False)
+    check_config(config, workdir, EVAL_MAY_CHANGE, what="evaluation")  # (eval keys may differ)
     data = default_data_source() if data is None else data
     pi, pc = jax.process_index(), jax.process_count()
     run = build_run(config, peek_batch(data.make_train_iterator(config, process_index=pi, process_count=pc)),

@@ -24,7 +24,8 @@ from locojax.train import sharding as shd
 from locojax.train.evaluate import DIAG_PREFIX, Evaluator, summarize, write_results
 from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save_png
 from locojax.train.optimizer import make_optimizer
-from locojax.train.run_dir import check_or_save_config, write_run_json
+from locojax.train.run_dir import CONFIG_FILE, check_config, config_changes, config_to_dict, describe_changes, \
+    save_config, write_run_json
 from locojax.train.state import abstract_params, abstract_state, count_params, create_state, make_init_fn
 from locojax.render.factory import make_render_fn
 from locojax.train.step import jit_train_step, make_train_step
@@ -144,6 +145,22 @@ def _host_scalars(metrics: dict) -> dict:
     return out
 
 
+def _check_config(config, workdir: str):
+    """(changes, replaced): a workdir with a checkpoint allows only `run_dir.RESUME_MAY_CHANGE` keys to
+    differ (ConfigMismatchError naming the others); one with a config.json but no checkpoint (a run that
+    failed during setup) takes the new config whole (replaced=True)."""
+    if ckpt.has_checkpoint(workdir):
+        return check_config(config, workdir), False
+    path = os.path.join(workdir, CONFIG_FILE)
+    if not os.path.exists(path):
+        return [], False
+    import json
+
+    with open(path) as f:
+        saved = json.load(f)
+    return config_changes(saved, config_to_dict(config)), True
+
+
 def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataSource] = None,
                        hooks: Sequence[Callable] = (), init_from: Optional[str] = None) -> dict:
     """Train (or resume) the run in `workdir`. Returns {"state", "step", "eval", "stopped"}.
@@ -157,17 +174,30 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     workdir = os.path.abspath(workdir)
     data = default_data_source() if data is None else data
     is_main = jax.process_index() == 0
-    resumed_config = check_or_save_config(config, workdir, write=is_main)
+    changes, replaced = _check_config(config, workdir)  # nothing is written before setup succeeds
 
     train_iter = data.make_train_iterator(config, process_index=jax.process_index(),
                                           process_count=jax.process_count())
-    run = build_run(config, peek_batch(train_iter), model)
-    total = int(config.total_steps)
-    manager = ckpt.make_manager(workdir, int(config.keep_checkpoints))
-    restored = ckpt.restore_latest_intact(manager, workdir, run.abstract_state, run.state_shardings)
+    try:
+        run = build_run(config, peek_batch(train_iter), model)
+        total = int(config.total_steps)
+        manager = ckpt.make_manager(workdir, int(config.keep_checkpoints))
+        restored = ckpt.restore_latest_intact(manager, workdir, run.abstract_state, run.state_shardings)
+    except BaseException:
+        if hasattr(train_iter, "close"):
+            train_iter.close()
+        raise
     latest = None if restored is None else restored[0]
     if restored is not None:
         _, state, data_states = restored
+        if int(latest) >= total:  # a finished run: say so, touch nothing
+            if hasattr(train_iter, "close"):
+                train_iter.close()
+            manager.close()
+            if is_main:
+                print(f"{workdir} is already at its last step {int(latest)} (total_steps={total}); nothing to "
+                      f"train. To train longer: --config.total_steps=N with N > {int(latest)}.", flush=True)
+            return {"state": state, "step": int(latest), "eval": None, "stopped": None, "finished": True}
         processes = data_states.get("processes") or []
         if run.process_index < len(processes):  # (a checkpoint made by import_weights has none)
             train_iter.set_state(processes[run.process_index])
@@ -185,10 +215,16 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
         start = 0
     frozen = set(config.optimizer.frozen_groups)
     if is_main:
+        if changes:
+            print((f"{os.path.join(workdir, CONFIG_FILE)} held another config but no checkpoint; replacing it: "
+                   if replaced else f"resuming {workdir} at step {start} with changed keys: ")
+                  + describe_changes(changes), flush=True)
+        save_config(config, workdir)
         write_run_json(workdir, config, num_params=count_params(state.params, run.labels, frozen, False),
                        num_frozen_params=count_params(state.params, run.labels, frozen, True),
                        num_gaussians=run.model.num_gaussians,
-                       extra=dict(resumed_from_step=latest, resumed_config=resumed_config))
+                       extra=dict(resumed_from_step=latest, resumed_config=latest is not None,
+                                  config_changes=[list(map(str, c)) for c in changes]))
 
     logger = MetricsLogger(workdir, enabled=is_main)
     progress = Progress(total, start, enabled=bool(config.progress_bar) and is_main)

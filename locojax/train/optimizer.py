@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -51,6 +52,26 @@ def make_schedule(opt_config, total_steps: int, peak_lr: float) -> Schedule:
     raise ValueError(
         f"config.optimizer.schedule={name!r}: expected 'warmup_cosine', 'one_cycle' or 'constant'"
     )
+
+
+def one_cycle_beta1(opt_config, total_steps: int) -> Schedule:
+    """PyTorch OneCycleLR's momentum cycling (cycle_momentum=True, cosine): beta1 goes
+    max -> base over the rising phase, then base -> max (TokenGS/LocusGS: 0.95 -> 0.85 -> 0.95)."""
+    total_steps = max(int(total_steps), 2)
+    # torch's phase boundary: pct_start * total - 1 (OneCycleLR `_schedule_phases`)
+    rise = max(float(opt_config.one_cycle_pct_start) * total_steps - 1.0, 1.0)
+    hi, lo = float(opt_config.one_cycle_max_momentum), float(opt_config.one_cycle_base_momentum)
+
+    def cos_anneal(start, end, pct):
+        return end + (start - end) / 2.0 * (jnp.cos(jnp.pi * pct) + 1.0)
+
+    def schedule(step):
+        step = jnp.asarray(step, jnp.float32)
+        up = cos_anneal(hi, lo, jnp.clip(step / rise, 0.0, 1.0))
+        down = cos_anneal(lo, hi, jnp.clip((step - rise) / max(total_steps - 1.0 - rise, 1.0), 0.0, 1.0))
+        return jnp.where(step <= rise, up, down)
+
+    return schedule
 
 
 def _path_str(path) -> str:
@@ -103,9 +124,16 @@ def make_optimizer(config, params, labels) -> tuple[optax.GradientTransformation
             transforms[name] = optax.set_to_zero()
             continue
         schedule = make_schedule(oc, config.total_steps, float(group_lrs.get(name, oc.learning_rate)))
-        transforms[name] = optax.adamw(
+        b1 = float(oc.b1)
+        adamw = optax.adamw
+        if oc.get("one_cycle_cycle_momentum", False):
+            if oc.schedule != "one_cycle":
+                raise ValueError("config.optimizer.one_cycle_cycle_momentum=True needs schedule='one_cycle'")
+            b1 = one_cycle_beta1(oc, config.total_steps)
+            adamw = optax.inject_hyperparams(optax.adamw, static_args=("mask",))
+        transforms[name] = adamw(
             learning_rate=schedule,
-            b1=float(oc.b1),
+            b1=b1,
             b2=float(oc.b2),
             eps=float(oc.eps),
             weight_decay=float(oc.weight_decay),

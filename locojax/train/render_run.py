@@ -19,7 +19,8 @@ import numpy as np
 
 from locojax.render.camera_path import camera_path
 from locojax.train import checkpoint as ckpt
-from locojax.train.loop import DataSource, build_run, default_data_source, eval_config, eval_protocol, peek_batch
+from locojax.train.aot import placeholder_batch
+from locojax.train.loop import DataSource, build_run, default_data_source, eval_config, eval_protocol
 from locojax.train.run_dir import CONFIG_FILE, load_saved_config
 from locojax.train.step import cast_floats
 from locojax.types import Views
@@ -34,11 +35,12 @@ def run_config(workdir: str):
     return config
 
 
-def restore_params(config, workdir: str, step: Optional[int], data: DataSource, model=None):
+def restore_params(config, workdir: str, step: Optional[int], model=None):
     """(run, params, step) of checkpoint `step` (default: the latest) of the run in `workdir`."""
     if not os.path.isdir(os.path.join(workdir, ckpt.CHECKPOINT_DIR)):
         raise FileNotFoundError(f"--workdir={workdir}: no checkpoints/ (train first)")
-    run = build_run(config, peek_batch(data.make_train_iterator(config)), model)
+    # Shapes only: a checkpoint's structure does not depend on the data, so the train split need not exist.
+    run = build_run(config, placeholder_batch(config), model)
     manager = ckpt.make_manager(workdir, int(config.keep_checkpoints))
     try:
         steps = sorted(manager.all_steps())
@@ -106,7 +108,7 @@ def render_video(workdir: str, *, scene: Optional[str] = None, path: str = "orbi
     config = run_config(workdir)
     camera_path(path, np.eye(4)[None], np.eye(3)[None], frames)  # validate --path/--frames before any work
     data = default_data_source() if data is None else data
-    run, params, step = restore_params(config, workdir, step, data, model)
+    run, params, step = restore_params(config, workdir, step, model)
     context, key = find_scene(config, data, scene, eval_protocol(config, protocol))
     rgb, depth, alpha = render_path(run, params, context, path_views(context, path, frames), step)
     video = side_by_side(rgb, depth, alpha)

@@ -13,9 +13,19 @@ import ml_collections
 
 CONFIG_FILE = "config.json"
 RUN_FILE = "run.json"
-# Keys that may differ between the run that made a workdir and a rerun that resumes it: they change
-# presentation only, never the trajectory.
-MAY_DIFFER_ON_RESUME = ("progress_bar",)
+
+# Keys a rerun may change when it resumes a workdir (the change is logged and config.json updated):
+# when and where things happen (length, cadences, paths, prefetching, progress display) and what the
+# evaluation measures -- never what a training step computes. Extending `total_steps` does change the
+# learning-rate schedule from the resume point on (it decays over the new length). A key ending in
+# ".*" covers a whole section.
+RESUME_MAY_CHANGE = (
+    "total_steps", "log_every", "eval_every", "checkpoint_every", "keep_checkpoints", "progress_bar",
+    "max_consecutive_nonfinite", "data.data_dir", "data.prefetch", "data.num_threads", "data.build_workers",
+    "data.eval_protocol", "data.eval_num_scenes", "data.eval_batch_size", "eval.*",
+)
+# Keys `evaluate` may set differently from the run's config.json: the above (evaluation keys included).
+EVAL_MAY_CHANGE = RESUME_MAY_CHANGE
 
 
 class ConfigMismatchError(ValueError):
@@ -31,18 +41,26 @@ def config_to_dict(config) -> dict:
 def _flatten(d: dict, prefix: str = "") -> dict:
     out = {}
     for k, v in d.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict) and v:
             out.update(_flatten(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
     return out
 
 
-def config_diff(a: dict, b: dict) -> list[str]:
-    fa, fb = _flatten(a), _flatten(b)
-    keys = sorted(set(fa) | set(fb))
-    return [f"{k}: {fa.get(k, '<absent>')!r} (workdir) != {fb.get(k, '<absent>')!r} (now)"
-            for k in keys if fa.get(k, "<absent>") != fb.get(k, "<absent>") and k not in MAY_DIFFER_ON_RESUME]
+def _matches(key: str, patterns) -> bool:
+    return any(key == p or (p.endswith(".*") and key.startswith(p[:-1])) for p in patterns)
+
+
+def config_changes(saved: dict, now: dict) -> list[tuple[str, object, object]]:
+    """[(dotted key, value in the workdir, value now)] for every key that differs."""
+    fa, fb = _flatten(saved), _flatten(now)
+    return [(k, fa.get(k, "<absent>"), fb.get(k, "<absent>")) for k in sorted(set(fa) | set(fb))
+            if fa.get(k, "<absent>") != fb.get(k, "<absent>")]
+
+
+def _describe(changes) -> str:
+    return ", ".join(f"{k} {a!r} -> {b!r}" for k, a, b in changes)
 
 
 def load_saved_config(workdir: str) -> ml_collections.ConfigDict | None:
@@ -53,28 +71,51 @@ def load_saved_config(workdir: str) -> ml_collections.ConfigDict | None:
         return ml_collections.ConfigDict(json.load(f))
 
 
-def check_or_save_config(config, workdir: str, write: bool) -> bool:
-    """Save the config into a fresh workdir, or check it equals the saved one. Returns True when the
-    workdir already held this config (a resume)."""
+def _saved_dict(workdir: str) -> dict | None:
     path = os.path.join(workdir, CONFIG_FILE)
-    now = config_to_dict(config)
-    if os.path.exists(path):
-        with open(path) as f:
-            saved = json.load(f)
-        diff = config_diff(saved, now)
-        if diff:
-            raise ConfigMismatchError(
-                f"Workdir {workdir} holds a run with a different config ({path}); refusing to mix "
-                f"runs. Use a new --workdir, or the original config. Differences:\n  " + "\n  ".join(diff)
-            )
-        return True
-    if write:
-        os.makedirs(workdir, exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(now, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    return False
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def check_config(config, workdir: str, may_change=RESUME_MAY_CHANGE, *, what: str = "resume") -> list:
+    """The allowed changes [(key, saved, now)] of `config` against the workdir's config.json ([] when
+    there is none). A change of any other key raises ConfigMismatchError: one line naming the keys."""
+    saved = _saved_dict(workdir)
+    if saved is None:
+        return []
+    changes = config_changes(saved, config_to_dict(config))
+    refused = [c for c in changes if not _matches(c[0], may_change)]
+    if refused:
+        raise ConfigMismatchError(
+            f"{os.path.join(workdir, CONFIG_FILE)} differs in keys a {what} cannot change: {_describe(refused)}"
+            f" (model, optimizer and data keys are fixed for a run; use a new --workdir, or the run's values)")
+    return changes
+
+
+def save_config(config, workdir: str) -> None:
+    """Write `config` as the workdir's config.json (atomically)."""
+    os.makedirs(workdir, exist_ok=True)
+    path = os.path.join(workdir, CONFIG_FILE)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(config_to_dict(config), f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def describe_changes(changes) -> str:
+    return _describe(changes)
+
+
+def check_or_save_config(config, workdir: str, write: bool) -> bool:
+    """A workdir with a config.json must hold exactly `config`; a fresh one gets it (when `write`).
+    Returns True when the workdir already held a config."""
+    existed = _saved_dict(workdir) is not None
+    check_config(config, workdir, may_change=(), what="rerun")
+    if not existed and write:
+        save_config(config, workdir)
+    return existed
 
 
 def versions() -> dict:

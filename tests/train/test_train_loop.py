@@ -98,7 +98,8 @@ def test_run_files(toy_run):
     from PIL import Image
 
     img = np.asarray(Image.open(os.path.join(wd, "samples", pngs[-1])))
-    assert img.shape == (3 * 16, 2 * 16, 3)  # rows: context, prediction, target; 2 views each
+    # rows: context, prediction, target, depth (2 views each), after a 66 px column of row labels
+    assert img.shape == (4 * 16, 66 + 2 * 16, 3)
     assert sorted(os.listdir(os.path.join(wd, "eval")))[:2] == ["synthetic_step0000000.csv",
                                                                  "synthetic_step0000000.json"]
     assert sorted(int(s) for s in os.listdir(os.path.join(wd, "checkpoints")) if s.isdigit())[-1] == TOTAL

@@ -100,3 +100,22 @@ def test_resume_moves_corrupt_checkpoint_aside_and_falls_back(tiny_run, tmp_path
         f"Moved it to {wd}/checkpoints_corrupt/2; resuming from the previous checkpoint."), text
     assert _snapshot(wd / "checkpoints_corrupt" / "2") == corrupt  # kept byte for byte
     assert out["step"] == 2 and sorted(os.listdir(wd / "checkpoints")) == ["1", "2"]
+
+
+def test_resume_moves_nothing_when_no_checkpoint_restores(tiny_run, tmp_path):
+    """A model whose structure differs from the checkpoints' (as after a code change) fails on every
+    step: that is no damaged file, so nothing is moved aside and the error says so."""
+    import configs
+    from locojax.models.registry import build_model
+    from locojax.train.checkpoint import CorruptCheckpointError
+    from locojax.train.loop import train_and_evaluate
+
+    wd = tmp_path / "wd"
+    shutil.copytree(tiny_run["workdir"], wd)
+    before = _snapshot(wd)
+    other = configs.get_config("globalsplat_tiny")
+    configs.apply_overrides(other, tiny_run["overrides"] + ["model.dim_rays=16"])
+    with pytest.raises(CorruptCheckpointError, match=r"checkpoint step 2 .* none of the 2 checkpoints .* none was moved"):
+        train_and_evaluate(tiny_run["config"], str(wd), model=build_model(other))
+    assert not (wd / "checkpoints_corrupt").exists()
+    assert _snapshot(wd) == before

@@ -1,0 +1,109 @@
+"""LocusGS presets (paper 002; official leo-frank/LocusGS code). TokenGS presets are in
+configs/tokengs.py: the same model family with the anchors off.
+
+    locusgs_1024 / locusgs_base   1024 tokens x 64 Gaussians (238,356,764 params incl. 52,236 unused)
+    locusgs_4096 / locusgs_finetune  4096 tokens (241,514,780), lr 4e-5, 400 warm-up, 10k steps
+    locusgs_tiny                  64x64, 2 context / 4 targets, width 64, 4 heads, enc 1 / dec 4,
+                                  supervised (2, 4), 64 tokens x 16 Gaussians
+
+Ablations (Tables 4/5) are one value each: model.refine_radius, model.anchor_self_pe,
+model.anchor_cross_bias, model.radius_in_bias, model.anchored_centres, model.supervised_layers
+(+ loss.layer_weights).
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+from configs.common import base_config
+
+PRESETS = ("base", "1024", "finetune", "4096", "tiny")
+
+
+def model_config(anchors: bool) -> ml_collections.ConfigDict:
+    return ml_collections.ConfigDict(dict(
+        dim=1024, heads=16, patch=8, encoder_layers=3, decoder_layers=12, num_tokens=1024,
+        gaussians_per_token=64, encoder_layer_scale=1e-2, decoder_layer_scale=5e-5,
+        anchors=anchors,
+        # anchors off (TokenGS) also means: supervision at the last layer only, z + 1 head offset
+        supervised_layers=(6, 12) if anchors else (12,),
+        refine_radius=True, anchor_self_pe=True, anchor_cross_bias=True, radius_in_bias=True,
+        anchored_centres=True,
+        unused_params=anchors,  # the official LocusGS module's 52,236 never-used parameters
+        attention_query_chunk=256,
+    ))
+
+
+def loss_config(anchors: bool) -> ml_collections.ConfigDict:
+    return ml_collections.ConfigDict(dict(
+        layer_weights=(1.0 / 3.0, 2.0 / 3.0) if anchors else (1.0,),
+        mse_weight=1.0, dssim_weight=0.2, vis_weight=1.0,
+        anchor_vis_weight=0.1 if anchors else 0.0, vis_clamp=1.0,
+    ))
+
+
+def _paper_training(config, finetune: bool):
+    config.total_steps = 10_000 if finetune else 150_000
+    config.batch_size = 64
+    config.precision = "bfloat16"
+    opt = config.optimizer
+    opt.schedule = "one_cycle"
+    opt.learning_rate = 4e-5 if finetune else 4e-4
+    opt.b1, opt.b2 = 0.9, 0.95
+    opt.weight_decay = 0.05
+    opt.one_cycle_pct_start = (400 if finetune else 2000) / config.total_steps
+    opt.one_cycle_div_factor = 25.0
+    opt.one_cycle_final_div_factor = 1000.0
+    opt.one_cycle_cycle_momentum = True  # beta1 0.95 -> 0.85 -> 0.95 (official OneCycleLR)
+    # wd on every >= 2-D parameter except the head (tokens and anchors decay too, unlike the default)
+    opt.no_weight_decay = ("bias", "scale", "gaussian_head")
+    opt.grad_clip_norm = 1.0
+    r = config.render
+    r.background = (0.5, 0.5, 0.5)
+    r.near, r.far = 0.025, 125.0
+
+
+def get_config(preset: str = "base", anchors: bool = True) -> ml_collections.ConfigDict:
+    config = base_config()
+    config.model_family = "locusgs"
+    config.model = model_config(anchors)
+    config.loss = loss_config(anchors)
+    if preset in ("base", "1024"):
+        _paper_training(config, finetune=False)
+    elif preset in ("finetune", "4096"):
+        config.model.num_tokens = 4096
+        _paper_training(config, finetune=True)
+    elif preset == "tiny":
+        _tiny(config, anchors)
+    else:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {PRESETS}")
+    return config
+
+
+def _tiny(config, anchors: bool):
+    m = config.model
+    m.dim, m.heads, m.encoder_layers, m.decoder_layers = 64, 4, 1, 4
+    m.num_tokens, m.gaussians_per_token = 64, 16
+    m.supervised_layers = (2, 4) if anchors else (4,)
+    m.attention_query_chunk = 0
+    m.unused_params = False
+    config.total_steps = 1000
+    config.batch_size = 2
+    config.log_every = 25
+    config.eval_every = 500
+    config.checkpoint_every = 500
+    opt = config.optimizer
+    opt.learning_rate = 1e-3
+    opt.warmup_steps = 50
+    opt.no_weight_decay = ("bias", "scale", "gaussian_head")
+    config.render.background = (0.5, 0.5, 0.5)
+    config.render.near = 0.025
+    data = config.data
+    data.image_shape = (64, 64)
+    data.num_context_views = 2
+    data.num_target_views = 4
+    data.augment = False
+    if "synthetic_num_train_scenes" in data:
+        data.synthetic_num_train_scenes = 16
+        data.synthetic_num_test_scenes = 4
+        data.synthetic_image_size = 64

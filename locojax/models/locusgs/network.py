@@ -1,0 +1,203 @@
+"""TokenGS / LocusGS network (paper 002; official nv-tlabs/TokenGS and leo-frank/LocusGS code).
+
+    net = LocusNet(cfg)
+    layers = net.apply({"params": p}, images, c2w_rel, K_norm)   # one LayerOut per supervised layer
+
+images [B, V, H, W, 3] in [0, 1]; c2w_rel [B, V, 4, 4] relative to context view 0; K_norm [B, V, 3, 3].
+Anchors off (TokenGS): tokens only, head position sign*expm1(x) + (0, 0, 1).
+Anchors on (LocusGS): every token carries (mu [3], rho [1]) in float32 (also under bf16 compute); a
+sine PE of mu feeds self-attention, an anchor-to-ray bias (eq. 24) feeds cross-attention, shared
+heads refine (mu, rho) after every layer, centres are mu + r * sign*expm1(x).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from locojax.models.common.attention import multihead_attention
+from locojax.models.common.layers import (HeadLayerNorm, LayerScale, Mlp, SelfAttention, SelfAttentionBlock,
+                                          TorchConv, TorchDense, dense, gelu, layer_norm)
+from locojax.models.common.rays import patch_pooled_rays, plucker_rays, point_to_ray_distance
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+RHO0 = 0.5413  # inverse softplus of r0 = 1 (official init)
+HEAD_CHANNELS = 14  # pos 3, rgb 3, scale 3, quat 4, opacity 1 (official layout)
+
+
+@dataclasses.dataclass(frozen=True)
+class NetConfig:
+    dim: int = 1024
+    heads: int = 16
+    patch: int = 8
+    encoder_layers: int = 3
+    decoder_layers: int = 12
+    num_tokens: int = 1024
+    gaussians_per_token: int = 64
+    mlp_ratio: float = 4.0
+    encoder_layer_scale: float = 1e-2
+    decoder_layer_scale: float = 5e-5
+    supervised_layers: tuple = (12,)      # 1-based decoder layers whose Gaussians are decoded
+    anchors: bool = False                 # LocusGS (True) / TokenGS (False)
+    # Table 4/5 ablations (anchors on only):
+    refine_radius: bool = True            # False: r stays r0
+    anchor_self_pe: bool = True           # False: content-only self-attention
+    anchor_cross_bias: bool = True        # False: content-only cross-attention
+    radius_in_bias: bool = True           # False: sigma = 0.1 r0 (radius not in the bias)
+    anchored_centres: bool = True         # False: free centres (TokenGS head, anchors only for attention)
+    pe_per_axis: int = 128
+    pe_temperature: float = 10000.0
+    sigma_ratio: float = 0.1
+    sigma2_floor: float = 1e-3
+    bias_clamp: float = 20.0
+    gamma_init: float = -2.25
+    # The official LocusGS module also holds 4 LayerNorms per decoder layer and tau_sample that
+    # forward never uses (52,236 params at width 1024); True adds them so counts/checkpoints match.
+    unused_params: bool = False
+    dtype: Any = jnp.float32
+    query_chunk: Any = None
+    attention_impl: Any = None
+
+
+class LayerOut(NamedTuple):
+    raw: jax.Array      # [B, N, G, 14] head output (float32)
+    mu: jax.Array       # [B, N, 3] anchors after this layer's update (zeros when anchors are off)
+    radius: jax.Array   # [B, N] r = max(softplus(rho), 1e-3)
+    bias: jax.Array     # [B, N, R] the cross-attention bias map this layer used (before gamma), 0 if none
+
+
+def pos_act(x):
+    """sign(x) * expm1(|x|) (official position activation)."""
+    return jnp.sign(x) * jnp.expm1(jnp.abs(x))
+
+
+def radius_of(rho):
+    return jnp.maximum(jax.nn.softplus(rho), 1e-3)
+
+
+def sine_pe(mu, per_axis: int, temperature: float):
+    """DAB-DETR sine PE of ((tanh(mu) + 1) / 2) * 2 pi: [..., 3] -> [..., 3 * per_axis]."""
+    x = (jnp.tanh(mu) + 1.0) * 0.5 * 2.0 * math.pi
+    i = jnp.arange(per_axis, dtype=jnp.float32)
+    dim_t = temperature ** (2.0 * jnp.floor(i / 2.0) / per_axis)
+    p = x[..., None] / dim_t  # [..., 3, per_axis]
+    p = jnp.stack([jnp.sin(p[..., 0::2]), jnp.cos(p[..., 1::2])], axis=-1).reshape(p.shape)
+    return p.reshape(p.shape[:-2] + (3 * per_axis,))
+
+
+def ray_bias(mu, radius, rays, *, sigma_ratio: float, sigma2_floor: float, clamp: float):
+    """Eq. 24: mu [B, N, 3], radius [B, N], rays [B, R, 6] (m, d) -> [B, N, R] in [-clamp, 0]."""
+    d = point_to_ray_distance(mu.astype(jnp.float32), rays.astype(jnp.float32))
+    sigma2 = jnp.maximum((sigma_ratio * radius) ** 2, sigma2_floor)
+    return jnp.clip(-d ** 2 / (2.0 * sigma2[..., None]), -clamp, 0.0)
+
+
+class DecoderLayer(nn.Module):
+    cfg: NetConfig
+
+    @nn.compact
+    def __call__(self, x, k, v, mu=None, bias=None):
+        c, dt = self.cfg, self.cfg.dtype
+        # cross-attention: LN -> q_proj -> per-head q LN -> attention(+bias) -> out_proj
+        q = HeadLayerNorm(c.heads, dt, name="q_norm")(
+            TorchDense(c.dim, dtype=dt, name="q_proj")(layer_norm("norm_cross", dt)(x)))
+        out = multihead_attention(q, k, v, c.heads, bias=bias, implementation=c.attention_impl,
+                                  query_chunk=c.query_chunk)
+        x = x + LayerScale(c.dim, c.decoder_layer_scale, name="ls_cross")(
+            TorchDense(c.dim, dtype=dt, name="out_proj")(out))
+        # self-attention; LocusGS adds the anchor PE before the LN only (the residual keeps x)
+        h = x
+        if c.anchors:
+            pe_mlp = Mlp(c.dim, c.dim, dt, out_dim=c.dim, name="pe_mlp")
+            if c.anchor_self_pe:
+                h = h + pe_mlp(sine_pe(mu, c.pe_per_axis, c.pe_temperature).astype(dt))
+            else:  # keep the parameters (so counts/checkpoints agree), unused
+                pe_mlp(jnp.zeros(x.shape[:-1] + (3 * c.pe_per_axis,), dt))
+        h = SelfAttention(c.dim, c.heads, dt, c.attention_impl, c.query_chunk, qk_norm=True,
+                          name="self_attn")(layer_norm("norm_self", dt)(h))
+        x = x + LayerScale(c.dim, c.decoder_layer_scale, name="ls_self")(h)
+        h = Mlp(c.dim, int(c.dim * c.mlp_ratio), dt, name="mlp")(layer_norm("norm_mlp", dt)(x))
+        x = x + LayerScale(c.dim, c.decoder_layer_scale, name="ls_mlp")(h)
+        if c.unused_params:
+            for name in ("unused_norm_a", "unused_norm_b"):
+                layer_norm(name)(jnp.zeros((1, c.dim)))
+            for name in ("unused_head_norm_a", "unused_head_norm_b"):
+                HeadLayerNorm(c.heads, name=name)(jnp.zeros((1, 1, c.dim)))
+            self.param("unused_tau_sample", nn.initializers.ones, (), jnp.float32)
+        return x
+
+
+class LocusNet(nn.Module):
+    cfg: NetConfig
+
+    @nn.compact
+    def __call__(self, images, c2w_rel, K_norm):
+        c, dt = self.cfg, self.cfg.dtype
+        b, v, hh, ww, _ = images.shape
+        # --- tokenizer: RGB and Plücker patch embeddings, each + LN, summed; views concatenated
+        mean, std = jnp.asarray(IMAGENET_MEAN), jnp.asarray(IMAGENET_STD)
+        rgb = (images.astype(jnp.float32) - mean) / std
+        rays = plucker_rays(c2w_rel, K_norm, hh, ww, layout="moment_first")  # [B, V, H, W, 6]
+        conv = lambda name: TorchConv(c.dim, c.patch, c.patch, dtype=dt, name=name)  # noqa: E731
+        t = layer_norm("rgb_norm", dt)(conv("rgb_embed")(rgb.astype(dt))) + \
+            layer_norm("ray_norm", dt)(conv("ray_embed")(rays.astype(dt)))
+        t = t.reshape(b, -1, c.dim)
+        # --- encoder
+        for i in range(c.encoder_layers):
+            t = SelfAttentionBlock(c.dim, c.heads, c.mlp_ratio, c.encoder_layer_scale, dt, c.attention_impl,
+                                   c.query_chunk, qk_norm=True, name=f"encoder_{i}")(t)
+        t = layer_norm("encoder_norm", dt)(t)
+        kv = TorchDense(2 * c.dim, dtype=dt, name="kv_proj")(t)
+        k = HeadLayerNorm(c.heads, dt, name="k_norm")(kv[..., :c.dim])
+        vals = kv[..., c.dim:]
+        # --- query tokens (and anchors, float32 whatever the compute dtype)
+        tokens = self.param("gs_tokens", nn.initializers.normal(0.01), (c.num_tokens, c.dim), jnp.float32)
+        x = jnp.broadcast_to(tokens.astype(dt), (b, c.num_tokens, c.dim))
+        if c.anchors:
+            def mu_init(key, shape, dtype=jnp.float32):
+                return jax.random.normal(key, shape, dtype) + jnp.asarray([0.0, 0.0, 1.0], dtype)
+            mu = jnp.broadcast_to(self.param("anchor_mu", mu_init, (c.num_tokens, 3), jnp.float32),
+                                  (b, c.num_tokens, 3))
+            rho = jnp.broadcast_to(self.param("anchor_rho", nn.initializers.constant(RHO0),
+                                              (c.num_tokens, 1), jnp.float32), (b, c.num_tokens, 1))
+            patch_rays = patch_pooled_rays(rays, c.patch).reshape(b, -1, 6)
+            g = self.param("bias_gamma", nn.initializers.constant(c.gamma_init), (c.decoder_layers,), jnp.float32)
+            dmu_head = Mlp(c.dim, c.dim, jnp.float32, out_dim=3, kernel_init=_torch_kernel, name="dmu_head")
+            drho_head = Mlp(c.dim, c.dim, jnp.float32, out_dim=1, kernel_init=_torch_kernel, name="drho_head")
+        else:
+            mu = jnp.zeros((b, c.num_tokens, 3), jnp.float32)
+            rho = jnp.full((b, c.num_tokens, 1), RHO0, jnp.float32)
+        head = dense(HEAD_CHANNELS * c.gaussians_per_token, "gaussian_head", jnp.float32,
+                     kernel_init=nn.initializers.truncated_normal(0.002))
+        outs = []
+        for i in range(c.decoder_layers):
+            bias_map = jnp.zeros((b, c.num_tokens, 1), jnp.float32)
+            attn_bias = None
+            if c.anchors and c.anchor_cross_bias:
+                r = radius_of(rho[..., 0]) if c.radius_in_bias else jnp.ones_like(rho[..., 0])
+                bias_map = ray_bias(mu, r, patch_rays, sigma_ratio=c.sigma_ratio,
+                                    sigma2_floor=c.sigma2_floor, clamp=c.bias_clamp)
+                attn_bias = (jax.nn.softplus(g[i]) * bias_map)[:, None]  # one map for all heads
+            x = DecoderLayer(c, name=f"decoder_{i}")(x, k, vals, mu, attn_bias)
+            if c.anchors:
+                xf = x.astype(jnp.float32)
+                mu = mu + pos_act(dmu_head(xf))
+                if c.refine_radius:
+                    rho = rho + drho_head(xf)
+                else:
+                    drho_head(xf)  # parameters kept, unused
+            if (i + 1) in c.supervised_layers:
+                raw = head(x.astype(jnp.float32)).reshape(b, c.num_tokens, c.gaussians_per_token, HEAD_CHANNELS)
+                outs.append(LayerOut(raw, mu, radius_of(rho[..., 0]), bias_map))
+        return outs
+
+
+def _torch_kernel(key, shape, dtype=jnp.float32):
+    """torch nn.Linear default kernel init (the refinement heads keep torch's default)."""
+    return nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform")(key, shape, dtype)
