@@ -63,6 +63,7 @@ def _paper_training(config):
     opt.grad_clip_norm = 1.0
     opt.schedule = "warmup_cosine"
     opt.warmup_steps = int(0.03 * config.total_steps)  # official warmup_pct = 0.03
+    opt.warmup_init_fraction = 1e-3  # official LinearLR(start_factor=1e-3)
     opt.final_lr_fraction = 1.0 / 50.0  # official min_lr_ratio
     # Official: decay only >= 2-D weight matrices; not norms, biases, LayerScale gains, token banks.
     opt.no_weight_decay = ("bias", "scale", "gamma", "scene_tokens", "aux_query_tokens", "slot_regs",
