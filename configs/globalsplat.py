@@ -74,6 +74,12 @@ def _paper_training(config):
     data.num_context_views = 13
     data.num_target_views = 12
     data.augment = True
+    # The official frame: each sample normalised from the union of its context and target cameras
+    # (`dataset/preprocessing.py:to_model_batch`), the model trusting it and rendering in canonical
+    # units (near 1e-2 canonical, as `render_static_batched`). Known difference: the frustum loss's far
+    # bound is loss.frustum_max_depth (40) canonical units, the official 40 / scene_scale.
+    data.scene_frame = "globalsplat"
+    config.model.normalize_scene = "none"
     config.render.eps2d = 0.05  # official render_static_batched
 
 
@@ -119,6 +125,10 @@ def _tiny(config):
     m.attention_query_chunk = 0  # 72 slots x 388 memory tokens: the logits are small, chunks only cost
     m.stage_boundaries = (150, 300, 600)
     m.stage_ramp_steps = 50
+    # The model builds its frame from the context cameras and returns world-frame Gaussians (SH rotated
+    # with the frame, so renders equal canonical-frame renders): works on any camera input.
+    m.normalize_scene = "context"
+    config.data.scene_frame = "none"
     # Departure: the perceptual term's pixel L1 only (a VGG trunk would dominate a CPU step at this size).
     config.loss.perceptual_net = "pixel_l1"
     config.total_steps = 1000  # ~5 steps/s on an idle 2-core CPU: ~4.6 min for the quickstart

@@ -100,3 +100,35 @@ def test_model_world_input_renders_as_official_canonical_input():
     np.testing.assert_allclose(pw.aux["frame_scale"], scale, rtol=1e-6)
     np.testing.assert_allclose(pc.aux["frame_scale"], 1.0)
     np.testing.assert_allclose(pw.aux["frustum"], pc.aux["frustum"], rtol=1e-4, atol=1e-6)
+
+
+def test_data_scene_frame_is_the_official_union_normalisation(fixtures_dir):
+    """`data.scene_frame="globalsplat"` reproduces the official `scene_normalize_c2w` outputs of the
+    fixture (context = first two cameras, target = the third); padded targets do not move the frame."""
+    import pytest
+
+    from data_pipelines.scene_frame import apply_scene_frame
+    from locojax.types import Batch
+
+    io = np.load(fixtures_dir / "globalsplat" / "globalsplat_tiny_io.npz")
+    raw = io["raw_c2w"].astype(np.float32)
+    imgs = np.zeros((1, 3, 4, 4, 3), np.float32)
+
+    def views(c2w, index):
+        v = c2w.shape[0]
+        return Views(images=imgs[:, :v], intrinsics=np.tile(np.eye(3, dtype=np.float32), (1, v, 1, 1)),
+                     c2w=c2w[None], near=np.full((1, v), 0.5, np.float32), far=np.full((1, v), 15.0, np.float32),
+                     index=np.asarray(index, np.int32)[None])
+
+    batch = Batch(context=views(raw[:2], [0, 5]), target=views(raw[2:], [3]), scene_id=np.zeros(1, np.int32))
+    out = apply_scene_frame(batch, "globalsplat")
+    got = np.concatenate([out.context.c2w[0], out.target.c2w[0]])
+    np.testing.assert_allclose(got, io["normalized_c2w"], atol=2e-6)
+    np.testing.assert_allclose(out.context.near, 0.5 / io["scene_scale"], rtol=1e-6)
+    padded = Batch(context=batch.context, target=views(np.stack([raw[2], raw[0]]), [3, -1]),
+                   scene_id=batch.scene_id)
+    np.testing.assert_allclose(apply_scene_frame(padded, "globalsplat").target.c2w[0, 0], io["normalized_c2w"][2],
+                               atol=2e-6)
+    assert apply_scene_frame(batch, "none") is batch
+    with pytest.raises(ValueError, match="config.data.scene_frame='union'"):
+        apply_scene_frame(batch, "union")
