@@ -78,8 +78,7 @@ def _paper_training(config):
     # (`dataset/preprocessing.py:to_model_batch`), the model trusting it and rendering in canonical
     # units (near 1e-2 canonical, as `render_static_batched`). Known difference: the frustum loss's far
     # bound is loss.frustum_max_depth (40) canonical units, the official 40 / scene_scale.
-    data.scene_frame = "globalsplat"
-    config.model.normalize_scene = "none"
+    data.scene_frame = "globalsplat"  # with model.normalize_scene="none" (ModelConfig default)
     config.render.eps2d = 0.05  # official render_static_batched
 
 
