@@ -52,6 +52,7 @@ def optimizer_config() -> ml_collections.ConfigDict:
             # "warmup_cosine" (GlobalSplat, LocusGS), "one_cycle" (LoCoSplat), "constant".
             schedule="warmup_cosine",
             warmup_steps=100,
+            warmup_init_fraction=0.0,  # warm-up starts at learning_rate * warmup_init_fraction
             final_lr_fraction=0.0,  # cosine ends at learning_rate * final_lr_fraction
             one_cycle_pct_start=0.05,  # one-cycle: fraction of steps spent rising
             one_cycle_div_factor=25.0,  # one-cycle: start lr = peak / div_factor

@@ -32,6 +32,9 @@ def default_data_config() -> ml_collections.ConfigDict:
     # (GlobalSplat's preprocessing; a no-op when cx = cy = 0.5, as in RE10K). Off by default: on the
     # synthetic data (cx, cy = 0.5 +- 0.01) it would crop a few pixels and upsample back.
     c.principal_point_crop = False
+    # Cameras of each sample (context + target) moved into a scene frame: "none" (as stored) or
+    # "globalsplat" (the official GlobalSplat preprocessing; data_pipelines/scene_frame.py).
+    c.scene_frame = "none"
     # near/far overrides (None -> the dataset's, data_pipelines/datasets.py: synthetic 0.5/15,
     # re10k/acid/dl3dv 1/100, scannet 0.5/15).
     c.near = FieldReference(None, field_type=float)

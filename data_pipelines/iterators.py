@@ -27,6 +27,7 @@ from data_pipelines.config import data_value, top_value
 from data_pipelines.errors import NoEvaluableScenesError
 from data_pipelines.loading import open_split
 from data_pipelines.samplers import SceneTooShort, make_sampler
+from data_pipelines.scene_frame import apply_scene_frame, check_scene_frame
 from data_pipelines.storage import _text
 from data_pipelines.views import prepare_views
 
@@ -59,6 +60,7 @@ class TrainIterator:
         self.process_index, self.process_count = process_index, process_count
         self.image_shape = tuple(int(x) for x in data_value(config, "image_shape"))
         self.augment = bool(data_value(config, "augment"))
+        self.scene_frame = check_scene_frame(str(data_value(config, "scene_frame")))
         self.principal_point_crop = bool(data_value(config, "principal_point_crop"))
         self.near, self.far = datasets.near_far(self.dataset, config)
         self.sampler = make_sampler(
@@ -129,12 +131,12 @@ class TrainIterator:
         K = np.stack([s[3] for s in samples])
         c2w = np.stack([s[4] for s in samples])
         subsets = samples[0][1].subsets
-        return Batch(
+        return apply_scene_frame(Batch(
             context=_views(images[:, :c], K[:, :c], c2w[:, :c], self.near, self.far, ctx_idx),
             target=_views(images[:, c:], K[:, c:], c2w[:, c:], self.near, self.far, tgt_idx),
             scene_id=np.array([s[0] for s in samples], np.int32),
             context_subsets=None if subsets is None else np.broadcast_to(subsets, (len(samples),) + subsets.shape).copy(),
-        )
+        ), self.scene_frame)
 
     def __iter__(self):
         return self
@@ -175,6 +177,7 @@ class EvalIterator:
         self.dataset = self.protocol.dataset
         self.image_shape = tuple(int(x) for x in data_value(config, "image_shape"))
         self.near, self.far = datasets.near_far(self.dataset, config)
+        self.scene_frame = check_scene_frame(str(data_value(config, "scene_frame")))
         eval_bs = data_value(config, "eval_batch_size")
         self.batch_size = int(eval_bs) if eval_bs else _per_process(int(top_value(config, "batch_size", 1)),
                                                                    process_count, "config.batch_size")
@@ -266,6 +269,7 @@ class EvalIterator:
                 context=_views(np.stack(imgs_c), np.stack(K_c), np.stack(P_c), self.near, self.far, np.stack(idx_c)),
                 target=_views(np.stack(imgs_t), np.stack(K_t), np.stack(P_t), self.near, self.far, np.stack(idx_t)),
                 scene_id=np.array(scene_id, np.int32))
+            batch = apply_scene_frame(batch, self.scene_frame)
             yield batch, [k for k, _, _, _ in chunk] + [""] * (self.batch_size - real)
 
 

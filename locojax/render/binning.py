@@ -210,7 +210,8 @@ def _split_tiles(bins: TileBins, tile_sorted, mask_sorted, s: int, n: int) -> Ti
     csum = jnp.cumsum(reach.astype(jnp.int32), axis=0)  # inclusive, [M, s^2]
     before_tile = jnp.where(bins.starts[:, None] > 0, csum[jnp.maximum(bins.starts - 1, 0)], 0)  # [T, s^2]
     stop = bins.starts + bins.counts
-    sub_counts = jnp.where(bins.counts[:, None] > 0, csum[jnp.maximum(stop - 1, 0)], 0) - before_tile
+    # An empty tile has no sub-tile entries (its `before_tile` counts earlier tiles' entries only).
+    sub_counts = jnp.where(bins.counts[:, None] > 0, csum[jnp.maximum(stop - 1, 0)] - before_tile, 0)
     sub_counts = sub_counts.reshape(-1)  # [T s^2], sub-tile j of tile t at t s^2 + j
     sub_starts = (jnp.cumsum(sub_counts) - sub_counts).astype(jnp.int32)
     pos = sub_starts.reshape(num_tiles, s * s)[tile] + csum - 1 - before_tile[tile]  # [M, s^2]

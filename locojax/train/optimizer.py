@@ -22,8 +22,9 @@ Schedule = Callable[[Any], Any]
 def make_schedule(opt_config, total_steps: int, peak_lr: float) -> Schedule:
     """step -> learning rate.
 
-    * "warmup_cosine": linear 0 -> peak over `warmup_steps`, then cosine to peak * final_lr_fraction
-      at `total_steps` (GlobalSplat; LocusGS/TokenGS).
+    * "warmup_cosine": linear peak * warmup_init_fraction -> peak over `warmup_steps`, then cosine to
+      peak * final_lr_fraction at `total_steps` (GlobalSplat: torch LinearLR(start_factor=1e-3) then
+      CosineAnnealingLR; LocusGS/TokenGS from 0).
     * "one_cycle": PyTorch OneCycleLR's cosine form (LoCoSplat): peak/div_factor -> peak over
       pct_start of the run, then down to peak/div_factor/final_div_factor.
     * "constant".
@@ -33,7 +34,7 @@ def make_schedule(opt_config, total_steps: int, peak_lr: float) -> Schedule:
     if name == "warmup_cosine":
         warmup = min(int(opt_config.warmup_steps), total_steps - 1) if total_steps > 1 else 0
         return optax.warmup_cosine_decay_schedule(
-            init_value=0.0,
+            init_value=peak_lr * float(opt_config.get("warmup_init_fraction", 0.0)),
             peak_value=peak_lr,
             warmup_steps=warmup,
             decay_steps=total_steps,  # optax counts decay_steps including the warm-up

@@ -207,3 +207,14 @@ def test_subtile_lists_match_whole_tiles():
     for out in outs[1:]:
         assert_same(out, outs[0], atol=1e-6)
         assert int(out.overflow) == int(outs[0].overflow) == 0
+
+
+def test_empty_tile_before_a_drawn_tile():
+    # Tile 1 (top right) is empty and follows tile 0: its sub-tile counts once went negative, which
+    # shifted every later sub-tile list (found by the GlobalSplat side-by-side run at initialisation,
+    # where the Gaussians are a blob covering a few tiles).
+    g = gaussians([[-0.33, -0.2, 1.0], [-0.33, 0.27, 1.0], [-0.2, 0.3, 1.0]], scales=0.04, opacities=0.9,
+                  colors=[[0.5, 0, 0], [0, 0.5, 0], [0, 0, 0.5]])
+    out, ref = _fast(g, BG), _dense(g, BG)
+    assert float(ref.alpha[18:, :16].max()) > 0.5 and float(ref.alpha[:16, 16:].max()) == 0.0
+    assert_same(out, ref)

@@ -33,6 +33,14 @@ def test_warmup_cosine_closed_form():
         assert abs(float(s(t)) - want) < 1e-6, t
 
 
+def test_warmup_starts_at_init_fraction():
+    # GlobalSplat: torch LinearLR(start_factor=1e-3, total_iters=10) -> lr (1e-3 + (1 - 1e-3) t / 10)
+    c = _opt(schedule="warmup_cosine", warmup_steps=10, final_lr_fraction=0.1, warmup_init_fraction=1e-3)
+    s = make_schedule(c.optimizer, 100, 1.0)
+    for t in (0, 3, 10):
+        assert abs(float(s(t)) - (1e-3 + (1 - 1e-3) * t / 10)) < 1e-6, t
+
+
 def test_one_cycle_closed_form():
     c = _opt(schedule="one_cycle", one_cycle_pct_start=0.25, one_cycle_div_factor=25.0,
              one_cycle_final_div_factor=1e4)

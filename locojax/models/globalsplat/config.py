@@ -54,10 +54,11 @@ class ModelConfig:
     stage_ramp_steps: int = 2_000
     gate_tau: float = 1.0
     eval_full_capacity: bool = True    # evaluation (train=False) decodes the final stage (official)
+    # "none": trust the data to be in GlobalSplat's canonical frame (the official setup, with
+    # `data.scene_frame="globalsplat"`: the union of context and target cameras normalised);
     # "context": the model canonicalises the context cameras itself (eqs. 3-5) and returns the
-    # Gaussians in the input frame (works whether or not the data pipeline normalised the scene);
-    # "none": trust the data to be in GlobalSplat's canonical frame (the official setup).
-    normalize_scene: str = "context"
+    # Gaussians in the input frame with SH rotated (works on any camera input; the tiny preset).
+    normalize_scene: str = "none"
     attention_impl: str = "xla"        # "cudnn": fused flash attention on NVIDIA GPUs (bf16)
     # Queries per attention chunk on the XLA path (exact; bounds the [B, H, chunk, tokens] logits,
     # which unchunked are 1.08 GB per cross-attention at 16k); 0: unchunked. Ignored by "cudnn".
@@ -66,19 +67,31 @@ class ModelConfig:
 
 @dataclasses.dataclass(frozen=True)
 class LossConfig:
-    """`config.loss`: Table 6 / appendix 0.B.3 weights (see `losses.py` for the terms)."""
+    """`config.loss`: the official objective (`model_wrapper.py`, `config/loss/default.yaml`; see
+    `losses.py` for the terms). Per subset: 2 MSE + 1 perceptual (w_rgb 2 x (w_mse 1 MSE + perc_w 0.5
+    perceptual)) + 1e-2 frustum + 1e-2 decoder reg; lengths in canonical units."""
 
     mse_weight: float = 2.0
-    lpips_weight: float = 1.0
+    # VGG perceptual loss with its pixel L1 term (`locojax.losses.perceptual`), weight w_rgb x perc_w.
+    perceptual_weight: float = 1.0
+    # "vgg19": the official trunk with the user's torchvision vgg19 file `vgg19_weights` (without one,
+    # the bundled LPIPS VGG-16 trunk at the same taps is used instead, and a warning says so);
+    # "vgg16_lpips": that substitute explicitly; "pixel_l1": departure, the pixel L1 term e0 alone
+    # (no VGG: cheap on a CPU).
+    perceptual_net: str = "vgg19"
+    vgg19_weights: str = ""            # path of a torchvision vgg19 state_dict (.pth/.pt/.npz)
+    lpips_weight: float = 0.0          # departure (LPIPS-VGG16, not in the official objective)
     frustum_weight: float = 1e-2
     frustum_tau: float = 10.0
-    frustum_max_depth: float = 100.0
+    # Far bound of eq. 42 in world units: official (metric_scale 10 / scene_scale) x 4 canonical units
+    # (`model_wrapper.py:643-644`), i.e. 40 world units. The near bound is 1e-2 canonical.
+    frustum_max_depth: float = 40.0
     decoder_weight: float = 1e-2       # on scale + rotation + SH (eqs. 46-48)
-    opacity_weight: float = 1e-2       # eq. 44 (paper; not in the official decoder reg)
+    opacity_weight: float = 0.0        # eq. 44: paper only, not in the official code (switch; off)
     alpha_max: float = 0.2
     consistency: bool = True           # False: Table 5's "w/o consistency loss"
     consistency_alpha_weight: float = 1e-3
-    consistency_depth_weight: float = 1e-2
+    consistency_depth_weight: float = 1e-2  # on depths in canonical units
     consistency_support: float = 1e-2
 
 

@@ -119,9 +119,16 @@ def state_dict_pattern(key: str) -> str:
 def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str = "official") -> dict:
     """The `experiments.import_weights` hook: an official GlobalSplat `state_dict` -> the Flax params
     of `build(config)`'s network (nested dict of float32 numpy; the trainer adds the frozen LPIPS
-    weights itself). kind: "official" (the only layout released, R-Itk/globalsplat)."""
+    weights itself).
+
+    kind: "official" (the only network layout released, R-Itk/globalsplat), or "vgg19": a torchvision
+    `vgg19` state_dict -> the frozen trunk of the perceptual loss ({PERCEPTUAL_KEY: ...}); the run's
+    config must select that trunk (`loss.perceptual_net="vgg19"` with `loss.vgg19_weights` set, which is
+    also how training reads it without an import)."""
+    if kind == "vgg19":
+        return import_vgg19(state_dict, config)
     if kind != "official":
-        raise ValueError(f"--kind={kind!r}: GlobalSplat imports only 'official' state_dicts")
+        raise ValueError(f"--kind={kind!r}: GlobalSplat imports 'official' or 'vgg19' state_dicts")
     import jax.numpy as jnp
 
     from locojax.models.globalsplat import build
@@ -137,3 +144,17 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str = "of
     abstract = jax.eval_shape(lambda: model.net.init(jax.random.PRNGKey(0), context.images, context.c2w,
                                                      context.intrinsics))["params"]
     return convert_state_dict(state_dict, abstract, mean_offset=tuple(config.model.mean_offset))
+
+
+def import_vgg19(state_dict: Mapping[str, np.ndarray], config) -> dict:
+    """A torchvision vgg19 state_dict -> {PERCEPTUAL_KEY: the perceptual trunk} (see `import_weights`)."""
+    from locojax.losses.perceptual import vgg_convs_from_state_dict
+    from locojax.models.globalsplat.config import loss_config_from
+    from locojax.models.globalsplat.model import PERCEPTUAL_KEY
+    from locojax.models.globalsplat.objective import resolve_perceptual, trunk_tree
+
+    choice = resolve_perceptual(loss_config_from(config.loss))
+    if choice.arch != "vgg19":
+        raise ValueError(f"--kind=vgg19: the run's config uses {choice.description}; set "
+                         "--config.loss.perceptual_net=vgg19 --config.loss.vgg19_weights=<the vgg19 file>")
+    return {PERCEPTUAL_KEY: trunk_tree(vgg_convs_from_state_dict(state_dict, "vgg19", source="--kind=vgg19"))}

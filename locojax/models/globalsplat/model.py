@@ -20,11 +20,11 @@ import jax
 import jax.numpy as jnp
 
 from locojax import losses
-from locojax.geometry.cameras import c2w_to_w2c, denormalize_intrinsics
 from locojax.geometry.scene_normalization import globalsplat_frame_jax, to_frame_jax
 from locojax.models.common.frames import gaussians_from_frame
 from locojax.models.globalsplat import curriculum as cc
 from locojax.models.globalsplat import losses as gl
+from locojax.models.globalsplat import objective as gp
 from locojax.models.globalsplat.config import LossConfig, ModelConfig, final_stage_of
 from locojax.models.globalsplat.decoder import DecodedStage, decode_padded
 from locojax.models.globalsplat.network import GlobalSplatNet, NetConfig
@@ -34,6 +34,8 @@ from locojax.models.interface import FINAL, LossTerm, Prediction
 from locojax.types import Batch, Gaussians, RenderOutput, Views
 
 LPIPS_KEY = "lpips_vgg"  # top-level params key of the frozen LPIPS-VGG weights
+PERCEPTUAL_KEY = "perceptual_vgg"  # top-level params key of the frozen perceptual-loss VGG trunk
+FROZEN_KEYS = (LPIPS_KEY, PERCEPTUAL_KEY)
 SUBSET_B = "subset_b"  # the extra Gaussian set of the consistency loss's second context subset
 
 
@@ -95,6 +97,7 @@ class GlobalSplatModel:
         self.gaussians_per_token = 1 << curriculum.final_stage
         self.num_gaussians = net_cfg.num_latents * self.gaussians_per_token
         self._lpips_params = lpips_params
+        self.perceptual = gp.resolve_perceptual(loss)  # which trunk the perceptual term runs (logged)
 
     # ----- interface -----
     def init(self, rng, batch: Batch):
@@ -107,12 +110,14 @@ class GlobalSplatModel:
             from locojax.metrics.lpips_weights import lpips_vgg_params
 
             params[LPIPS_KEY] = jax.tree_util.tree_map(jnp.asarray, lpips_vgg_params())
+        if self.perceptual.arch is not None:
+            params[PERCEPTUAL_KEY] = jax.tree_util.tree_map(jnp.asarray, gp.load_trunk(self.perceptual))
         return params
 
     @staticmethod
     def net_params(params):
-        """The network's own params (without the frozen LPIPS weights)."""
-        return {k: v for k, v in params.items() if k != LPIPS_KEY}
+        """The network's own params (without the frozen loss networks)."""
+        return {k: v for k, v in params.items() if k not in FROZEN_KEYS}
 
     def stage_and_mix(self, step, train: bool = True):
         cur = self.curriculum
@@ -132,6 +137,7 @@ class GlobalSplatModel:
     def predict(self, params, context: Views, *, step, train: bool, rng=None):
         stage, mix = self.stage_and_mix(step, train)
         frame = None
+        b = context.images.shape[0]
         if self.curriculum.normalize_scene == "context":
             frame = globalsplat_frame_jax(context.c2w.astype(jnp.float32))
             context = context.replace(c2w=to_frame_jax(context.c2w.astype(jnp.float32), *frame))
@@ -147,12 +153,18 @@ class GlobalSplatModel:
             views = context
         dec, cand = self.decode(params, views, stage, mix)
         gaussians = to_gaussians(dec)
+        active = dec.active.reshape(dec.active.shape[0], -1)
+        # Eq. 42 on the canonical means and cameras: the official code works in the canonical frame, so
+        # its near (1e-2) and far bounds are canonical units (far: frustum_max_depth world units / s).
+        scale = frame[1] if frame is not None else jnp.ones((b,), jnp.float32)
+        frustum = gp.frustum_per_subset(gaussians.means, active, views, scale, self.loss_cfg)
         if frame is not None:
             reps = views.images.shape[0] // context.images.shape[0]
             gaussians = gaussians_from_frame(gaussians, *(jnp.concatenate([f] * reps, 0) for f in frame))
-        active = dec.active.reshape(dec.active.shape[0], -1)
         aux = {
             "stage": stage, "mix": mix,
+            "frame_scale": scale,  # [B] world units per canonical unit (1 when normalize_scene="none")
+            "frustum": frustum,
             "active": active,
             "num_active_gaussians": jnp.sum(active, axis=1).astype(jnp.int32),
             "reg_scale": gl.scale_regularizer(cand.log_scale, math.log(self.curriculum.scale_max)),
@@ -160,7 +172,6 @@ class GlobalSplatModel:
             "reg_sh": gl.sh_softcap_regularizer(cand.sh),
         }
         if use_subsets:
-            b = context.images.shape[0]
             half = lambda x, i: x[i * b:(i + 1) * b]  # noqa: E731
             aux["subset_index"] = index
             aux["subset_b_active"] = half(active, 1)
@@ -171,17 +182,16 @@ class GlobalSplatModel:
             return Prediction(gaussians, aux, {SUBSET_B: subset_b})
         return Prediction(gaussians, aux)
 
-    def _subset_terms(self, params, gaussians: Gaussians, active, context: Views, renders: RenderOutput,
-                      target: Views) -> dict:
-        h, w = context.image_shape
+    def _subset_terms(self, params, gaussians: Gaussians, active, renders: RenderOutput, target: Views) -> dict:
         lc = self.loss_cfg
         out = {"mse": losses.mse(renders.rgb, target.images)}
         if lc.lpips_weight > 0:
             out["lpips"] = self._lpips(params, renders.rgb, target.images)
-        out["frustum"] = gl.frustum_loss(
-            gaussians.means, denormalize_intrinsics(context.intrinsics, w, h), c2w_to_w2c(context.c2w),
-            h, w, weights=active, tau=lc.frustum_tau, max_depth=lc.frustum_max_depth)
-        out["opacity"] = gl.opacity_regularizer(gaussians.opacities, alpha_max=lc.alpha_max, weights=active)
+        if lc.perceptual_weight > 0:
+            out["perceptual"] = gp.perceptual_term(self.perceptual, params.get(PERCEPTUAL_KEY), renders.rgb,
+                                                   target.images)
+        if lc.opacity_weight > 0:
+            out["opacity"] = gl.opacity_regularizer(gaussians.opacities, alpha_max=lc.alpha_max, weights=active)
         return out
 
     def _lpips(self, params, pred, target):
@@ -197,32 +207,34 @@ class GlobalSplatModel:
         gaussians, aux = prediction.gaussians, prediction.aux
         renders, renders_b = renders[FINAL], renders.get(SUBSET_B)
         if renders_b is not None:
-            index = aux["subset_index"]
-            ctx_a, ctx_b = gather_views(batch.context, index[:, 0]), gather_views(batch.context, index[:, 1])
             g_b = prediction.extra[SUBSET_B]
-            ta = self._subset_terms(params, gaussians, aux["active"], ctx_a, renders, batch.target)
-            tb = self._subset_terms(params, g_b, aux["subset_b_active"], ctx_b, renders_b, batch.target)
+            ta = self._subset_terms(params, gaussians, aux["active"], renders, batch.target)
+            tb = self._subset_terms(params, g_b, aux["subset_b_active"], renders_b, batch.target)
             terms = {k: 0.5 * (ta[k] + tb[k]) for k in ta}  # eq. 49
-            l_alpha, l_depth = gl.consistency_losses(renders.alpha, renders_b.alpha, renders.depth,
-                                                     renders_b.depth, support=lc.consistency_support)
+            # Depths in canonical units, as the official code renders in the canonical frame.
+            to_canonical = 1.0 / aux["frame_scale"].reshape((-1,) + (1,) * (renders.depth.ndim - 1))
+            l_alpha, l_depth = gl.consistency_losses(renders.alpha, renders_b.alpha, renders.depth * to_canonical,
+                                                     renders_b.depth * to_canonical,
+                                                     support=lc.consistency_support)
         else:
-            terms = self._subset_terms(params, gaussians, aux["active"], batch.context, renders, batch.target)
+            terms = self._subset_terms(params, gaussians, aux["active"], renders, batch.target)
             l_alpha = l_depth = None
         out = {
             "mse": LossTerm(lc.mse_weight, terms["mse"]),
-            "frustum": LossTerm(lc.frustum_weight, terms["frustum"]),
-            "opacity_reg": LossTerm(lc.opacity_weight, terms["opacity"]),
+            "frustum": LossTerm(lc.frustum_weight, aux["frustum"]),
             "decoder_reg": LossTerm(lc.decoder_weight,
                                     aux["reg_scale"] + aux["reg_rotation"] + aux["reg_sh"]),
         }
-        if "lpips" in terms:
-            out["lpips"] = LossTerm(lc.lpips_weight, terms["lpips"])
+        for name, weight in (("perceptual", lc.perceptual_weight), ("lpips", lc.lpips_weight),
+                             ("opacity", lc.opacity_weight)):
+            if name in terms:
+                out[name if name != "opacity" else "opacity_reg"] = LossTerm(weight, terms[name])
         if l_alpha is not None:
             out["consistency_alpha"] = LossTerm(lc.consistency_alpha_weight, l_alpha)
             out["consistency_depth"] = LossTerm(lc.consistency_depth_weight, l_depth)
         return out
 
     def param_labels(self, params):
-        """"frozen" for the LPIPS weights (never updated), "default" for the network."""
-        return {k: jax.tree_util.tree_map(lambda _, k=k: "frozen" if k == LPIPS_KEY else "default", v)
+        """"frozen" for the loss networks' weights (never updated), "default" for the network."""
+        return {k: jax.tree_util.tree_map(lambda _, k=k: "frozen" if k in FROZEN_KEYS else "default", v)
                 for k, v in params.items()}
