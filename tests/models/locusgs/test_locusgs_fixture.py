@@ -1,0 +1,168 @@
+"""The Flax TokenGS/LocusGS port against the official PyTorch code at tiny width
+(tests/fixtures/locusgs/locusgs_tiny.npz, made by tests/fixtures/locusgs/make_fixture.py): Plücker
+rays, head activations, the anchor-to-ray bias map, one decoder layer (with and without anchors) and
+the full forward, with weights loaded through `locojax.models.locusgs.convert`."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import locusgs as locusgs_configs
+from locojax.models.common.rays import patch_pooled_rays, plucker_rays
+from locojax.models.locusgs import net_config_from
+from locojax.models.locusgs.convert import convert_state_dict, import_weights
+from locojax.models.locusgs.decode import SH_C0, decode
+from locojax.models.locusgs.network import DecoderLayer, LocusNet, radius_of, ray_bias
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "locusgs", "locusgs_tiny.npz")
+
+
+@pytest.fixture(scope="module")
+def fx():
+    with np.load(FIXTURE) as f:
+        return {k: f[k] for k in f.files}
+
+
+def tiny_config(fx, anchors: bool):
+    t = json.loads(str(fx["config"]))
+    config = locusgs_configs.get_config("tiny", anchors=anchors)
+    m = config.model
+    m.dim, m.heads, m.patch = t["dim"], t["heads"], t["patch"]
+    m.encoder_layers, m.decoder_layers = t["enc_depth"], t["dec_depth"]
+    m.num_tokens, m.gaussians_per_token = t["tokens"], t["gaussians"]
+    m.supervised_layers = tuple(t["supervised"]) if anchors else (t["dec_depth"],)
+    m.unused_params = anchors  # the official LocusGS module holds them
+    config.loss.layer_weights = (1.0,) * len(m.supervised_layers)
+    config.data.image_shape = (t["img"], t["img"])
+    config.data.num_context_views = t["views"]
+    return config
+
+
+def state_dict(fx, mode):
+    pre = f"{mode}/sd/"
+    return {k[len(pre):]: v for k, v in fx.items() if k.startswith(pre)}
+
+
+def close(ours, ref, tol=1e-5):
+    """float32 agreement: |ours - ref| <= tol * max(1, max|ref|) + 1e-4 |ref|."""
+    ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    assert ours.shape == ref.shape, (ours.shape, ref.shape)
+    np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=tol * max(1.0, float(np.abs(ref).max())))
+
+
+def official_layout(g):
+    """Our Gaussians -> the official [B, N * G, 14] (pos3, opacity1, scale3, rot4, rgb3)."""
+    rgb = g.sh[..., 0, :] * SH_C0 + 0.5
+    return np.concatenate([g.means, g.opacities[..., None], g.scales, g.quats, rgb], axis=-1)
+
+
+def heads_to_ours(x):
+    """Official keys/values [B, H, N, dh] -> [B, N, H * dh]."""
+    b, h, n, d = x.shape
+    return jnp.asarray(x.transpose(0, 2, 1, 3).reshape(b, n, h * d))
+
+
+@pytest.fixture(scope="module", params=["tokengs", "locusgs"])
+def mode(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def setup(fx, mode):
+    config = tiny_config(fx, anchors=mode == "locusgs")
+    return config, import_weights(state_dict(fx, mode), config)
+
+
+def test_plucker_rays_and_patch_rays(fx):
+    rays = plucker_rays(jnp.asarray(fx["c2w"]), jnp.asarray(fx["k_norm"]), 32, 32, layout="moment_first")
+    close(rays, fx["plucker"])
+    close(patch_pooled_rays(rays, 8).reshape(1, -1, 6), fx["locusgs/patch_rays"])
+
+
+def test_head_activations(fx, mode):
+    t = json.loads(str(fx["config"]))
+    if mode == "tokengs":
+        cases = [(fx["tokengs/head_raw"], None, None, fx["tokengs/gaussians"])]
+    else:
+        cases = [(fx[f"locusgs/head_raw_{l}"], fx[f"locusgs/mu_out_{l}"], fx[f"locusgs/radius_out_{l}"][..., 0],
+                  fx[f"locusgs/gaussians_{l}"]) for l in t["supervised"]]
+    for raw, mu, r, want in cases:
+        if mu is None:
+            mu, r = np.zeros(raw.shape[:2] + (3,), np.float32), np.ones(raw.shape[:2], np.float32)
+        g = decode(jnp.asarray(raw), jnp.asarray(mu), jnp.asarray(r), anchored=mode == "locusgs")
+        close(official_layout(g), want)
+
+
+def test_ray_bias_map(fx):
+    for layer in (1, 2):
+        bias = ray_bias(jnp.asarray(fx[f"locusgs/mu_in_{layer}"]), jnp.asarray(fx[f"locusgs/radius_in_{layer}"][..., 0]),
+                        jnp.asarray(fx["locusgs/patch_rays"]), sigma_ratio=0.1, sigma2_floor=1e-3, clamp=20.0)
+        want = fx[f"locusgs/geo_bias_{layer}"]
+        # the map must exercise the Gaussian part, not only the -20 clamp
+        assert ((want > -19.0) & (want < -0.01)).mean() > 0.2
+        close(bias, want, tol=1e-6)
+
+
+@pytest.mark.parametrize("query_chunk", [None, 4])
+def test_one_decoder_layer(fx, setup, mode, query_chunk):
+    config, params = setup
+    cfg = net_config_from(config)
+    cfg = type(cfg)(**{**cfg.__dict__, "query_chunk": query_chunk})
+    k, v = heads_to_ours(fx[f"{mode}/keys"]), heads_to_ours(fx[f"{mode}/values"])
+    layer = 2  # the second layer: its inputs are refined tokens and anchors
+    if mode == "locusgs":
+        x, mu = fx[f"locusgs/tokens_in_{layer}"], jnp.asarray(fx[f"locusgs/mu_in_{layer}"])
+        bias = ray_bias(mu, jnp.asarray(fx[f"locusgs/radius_in_{layer}"][..., 0]), jnp.asarray(fx["locusgs/patch_rays"]),
+                        sigma_ratio=0.1, sigma2_floor=1e-3, clamp=20.0)
+        bias = (jax.nn.softplus(params["bias_gamma"][layer - 1]) * bias)[:, None]
+        want = fx[f"locusgs/tokens_out_{layer}"]
+    else:
+        x, mu, bias = fx[f"tokengs/tokens_{layer - 1}"], None, None
+        want = fx[f"tokengs/tokens_{layer}"]
+    out = DecoderLayer(cfg).apply({"params": params[f"decoder_{layer - 1}"]}, jnp.asarray(x), k, v, mu, bias)
+    close(out, want)
+
+
+def test_full_forward(fx, setup, mode):
+    config, params = setup
+    net = LocusNet(net_config_from(config))
+    outs = net.apply({"params": params}, jnp.asarray(fx["images"]), jnp.asarray(fx["c2w"]), jnp.asarray(fx["k_norm"]))
+    layers = net.cfg.supervised_layers
+    assert len(outs) == len(layers)
+    for layer, o in zip(layers, outs):
+        g = decode(o.raw, o.mu, o.radius, anchored=mode == "locusgs")
+        if mode == "locusgs":
+            close(o.mu, fx[f"locusgs/mu_out_{layer}"])
+            close(o.radius, fx[f"locusgs/radius_out_{layer}"][..., 0])
+            close(o.bias, fx[f"locusgs/geo_bias_{layer}"], tol=1e-5)
+            close(official_layout(g), fx[f"locusgs/gaussians_{layer}"])
+        else:
+            close(official_layout(g), fx["tokengs/gaussians"])
+
+
+def test_radius_activation(fx):
+    rho = fx["locusgs/sd/gs_anchor_radius_raw"][None]
+    close(radius_of(jnp.asarray(rho[..., 0])), fx["locusgs/radius_in_1"][..., 0])
+
+
+def test_converter_names_stray_and_missing_keys(fx, setup, mode):
+    config, params = setup
+    sd = state_dict(fx, mode)
+    abstract = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
+    with pytest.raises(ValueError, match="extra_head.weight"):
+        convert_state_dict({**sd, "extra_head.weight": np.zeros((2, 2), np.float32)}, abstract)
+    dropped = {k: v for k, v in sd.items() if k != "enc_dec_backbone.kv_proj.bias"}
+    with pytest.raises(ValueError, match="kv_proj/bias"):
+        convert_state_dict(dropped, abstract)
+    wrong = {**sd, "gs_tokens": np.zeros((3, 3), np.float32)}
+    with pytest.raises(ValueError, match="gs_tokens"):
+        convert_state_dict(wrong, abstract)
+    other = tiny_config(fx, anchors=mode != "locusgs")
+    with pytest.raises(ValueError, match="anchors="):
+        import_weights(sd, other)
