@@ -99,6 +99,14 @@ def test_head_activations(fx, mode):
         close(official_layout(g), want)
 
 
+def test_head_activations_at_the_clamps(fx):
+    """Raw values past the code's clamps (positions +-100 / +-1000, log-scale +-10, quaternion eps)."""
+    raw = fx["locusgs/head_extreme_raw"]
+    ones = np.ones(raw.shape[:2], np.float32)
+    g = decode(jnp.asarray(raw), jnp.zeros(raw.shape[:2] + (3,)), jnp.asarray(ones), anchored=True)
+    close(official_layout(g), fx["locusgs/head_extreme"])
+
+
 def test_ray_bias_map(fx):
     for layer in (1, 2):
         bias = ray_bias(jnp.asarray(fx[f"locusgs/mu_in_{layer}"]), jnp.asarray(fx[f"locusgs/radius_in_{layer}"][..., 0]),
@@ -166,3 +174,10 @@ def test_converter_names_stray_and_missing_keys(fx, setup, mode):
     other = tiny_config(fx, anchors=mode != "locusgs")
     with pytest.raises(ValueError, match="anchors="):
         import_weights(sd, other)
+    if mode == "locusgs":  # the official module's never-used LayerNorms / tau_sample need unused_params
+        config.model.unused_params = False
+        try:
+            with pytest.raises(ValueError, match="unused_params=True"):
+                import_weights(sd, config)
+        finally:
+            config.model.unused_params = True
