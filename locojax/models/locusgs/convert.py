@@ -112,9 +112,18 @@ def _convert(key: str, value: np.ndarray):
     return None
 
 
-def convert_state_dict(state_dict: Mapping[str, np.ndarray], abstract_params) -> dict:
+def check_manifest(manifest: Mapping[str, tuple], abstract_params) -> None:
+    """Raise ValueError unless `manifest` ({torch key: shape}, no arrays) maps 1:1 onto `abstract_params`
+    (checks full-size checkpoints' layouts without memory: the stand-ins are zero-stride views)."""
+    zero = np.zeros((), np.float32)
+    convert_state_dict({k: np.broadcast_to(zero, tuple(s)) for k, s in manifest.items()}, abstract_params,
+                       copy=False)
+
+
+def convert_state_dict(state_dict: Mapping[str, np.ndarray], abstract_params, *, copy: bool = True) -> dict:
     """torch state_dict (numpy arrays or tensors) -> nested Flax params matching `abstract_params`
-    (the model's params or `jax.eval_shape` ShapeDtypeStructs). Raises ValueError on any mismatch."""
+    (the model's params or `jax.eval_shape` ShapeDtypeStructs). Raises ValueError on any mismatch.
+    copy=False leaves the arrays as (possibly transposed) views."""
     expected = {k: tuple(v.shape) for k, v in traverse_util.flatten_dict(abstract_params).items()}
     flat, stray, bad_shape, geo = {}, [], [], {}
     for key, value in state_dict.items():
@@ -133,7 +142,8 @@ def convert_state_dict(state_dict: Mapping[str, np.ndarray], abstract_params) ->
         if tuple(arr.shape) != expected[path]:
             bad_shape.append(f"{key} {tuple(value.shape)} -> {'/'.join(path)} {expected[path]}")
             continue
-        flat[path] = np.array(arr, np.float32, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+        # (np.ascontiguousarray would turn 0-d arrays into 1-d ones)
+        flat[path] = np.array(arr, np.float32, order="C") if copy else arr
     if geo:  # one softplus gate per decoder layer -> the [L] vector bias_gamma
         path = ("bias_gamma",)
         if path not in expected:
@@ -169,11 +179,10 @@ def abstract_params(config):
     from locojax.models.locusgs import build
 
     model = build(config)
-    v = int(config.data.num_context_views)
-    h, w = tuple(config.data.image_shape)
-    k = jnp.broadcast_to(jnp.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]]), (1, v, 3, 3))
-    c2w = jnp.broadcast_to(jnp.eye(4), (1, v, 4, 4))
-    return jax.eval_shape(lambda: model.net.init(jax.random.PRNGKey(0), jnp.zeros((1, v, h, w, 3)), c2w, k))["params"]
+    p = int(config.model.patch)  # parameter shapes do not depend on the views or the image size
+    k = jnp.array([[[[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]]]])
+    c2w = jnp.eye(4)[None, None]
+    return jax.eval_shape(lambda: model.net.init(jax.random.PRNGKey(0), jnp.zeros((1, 1, p, p, 3)), c2w, k))["params"]
 
 
 def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str = "official") -> dict:

@@ -16,7 +16,7 @@ import pytest
 from configs import locusgs as locusgs_configs
 from locojax.models.common.rays import patch_pooled_rays, plucker_rays
 from locojax.models.locusgs import net_config_from
-from locojax.models.locusgs.convert import convert_state_dict, import_weights
+from locojax.models.locusgs.convert import abstract_params, check_manifest, convert_state_dict, import_weights
 from locojax.models.locusgs.decode import SH_C0, decode
 from locojax.models.locusgs.network import DecoderLayer, LocusNet, radius_of, ray_bias
 
@@ -181,3 +181,18 @@ def test_converter_names_stray_and_missing_keys(fx, setup, mode):
                 import_weights(sd, config)
         finally:
             config.model.unused_params = True
+
+
+@pytest.mark.parametrize("name", ["tokengs_1024", "tokengs_4096", "locusgs_1024", "locusgs_4096"])
+def test_full_size_official_layout_maps_one_to_one(fx, name):
+    """The official modules' state_dict layouts at the paper's sizes (shapes only, built on torch's
+    meta device) map 1:1 onto the presets' params (abstract shapes, no memory)."""
+    family, preset = name.split("_")
+    manifest = json.loads(str(fx[f"manifest/{name}"]))
+    config = locusgs_configs.get_config(preset, anchors=family == "locusgs")
+    abstract = abstract_params(config)
+    check_manifest(manifest, abstract)
+    n = sum(int(np.prod(s)) for s in manifest.values())
+    assert n == sum(int(np.prod(a.shape)) for a in jax.tree_util.tree_leaves(abstract))
+    assert n == {"tokengs_1024": 218_871_040, "tokengs_4096": 222_016_768, "locusgs_1024": 238_356_764,
+                 "locusgs_4096": 241_514_780}[name]  # the issue's / paper's counts
