@@ -9,7 +9,8 @@ Mapping (torch `Linear.weight` [out, in] -> `kernel` [in, out]; `Conv2d.weight` 
 
     patch_embed.{proj,norm}                    rgb_embed, rgb_norm
     patch_plucker_embed.{proj,norm}            ray_embed, ray_norm
-    enc_dec_backbone.encoder.<i>.*             encoder_<i>/* (norm1, attn/{qkv,q_norm,k_norm,proj}, ls1, norm2, mlp, ls2)
+    enc_dec_backbone.encoder.<i>.*             encoder_<i>/* (norm1, attn/{qkv,q_norm,k_norm,proj}, ls1, norm2,
+                                               mlp, ls2)
     enc_dec_backbone.{encoder_norm,kv_proj,k_proj_norm}   encoder_norm, kv_proj, k_norm
     enc_dec_backbone.decoder_blocks.<i>.       decoder_<i>/
       gs_cross_attn.{gs_token_norm, q_proj | q_content_proj, q_norm, out_proj}, gs_cross_attn_scale
