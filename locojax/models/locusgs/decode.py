@@ -22,20 +22,23 @@ SH_C0 = 0.28209479177387814
 RAW_SCALE_CLAMP = 10.0  # the code clips the raw log-scale before the shift
 
 
-def decode_positions(raw_pos, mu, radius, *, anchored: bool):
-    """raw [B, N, G, 3], mu [B, N, 3], radius [B, N] -> centres [B, N, G, 3] (official
-    `compose_gaussian_xyz` "radius_scaled_offset" for LocusGS; TokenGS's z + 1 offset otherwise)."""
+def decode_positions(raw_pos, mu, radius, *, anchored: bool, z_offset: float = 1.0):
+    """raw [B, N, G, 3], mu [B, N, 3], radius [B, N] -> centres [B, N, G, 3].
+
+    anchored: LocusGS `compose_gaussian_xyz` "radius_scaled_offset", mu + r * pos_act(raw).
+    Otherwise pos_act(raw) + (0, 0, z_offset): TokenGS adds z + 1 (`gaussian_z_offset`); LocusGS's
+    "free_center" ablation adds nothing (z_offset=0)."""
     off = pos_act(raw_pos)
     if anchored:
         return mu[:, :, None, :] + radius[:, :, None, None] * off
-    return off + jnp.asarray([0.0, 0.0, 1.0], off.dtype)
+    return off + jnp.asarray([0.0, 0.0, z_offset], off.dtype)
 
 
-def decode(raw, mu, radius, *, anchored: bool) -> Gaussians:
+def decode(raw, mu, radius, *, anchored: bool, z_offset: float = 1.0) -> Gaussians:
     """raw [B, N, G, 14] (float32) -> Gaussians [B, N * G] (sh degree 0)."""
     raw = raw.astype(jnp.float32)
     b, n, g, _ = raw.shape
-    pos = decode_positions(raw[..., 0:3], mu, radius, anchored=anchored)
+    pos = decode_positions(raw[..., 0:3], mu, radius, anchored=anchored, z_offset=z_offset)
     rgb = 0.5 * jnp.tanh(raw[..., 3:6]) + 0.5
     log_s = jnp.clip(raw[..., 6:9], -RAW_SCALE_CLAMP, RAW_SCALE_CLAMP) - (1.0 - math.log(SCALE_MAX))
     scales = jnp.minimum(jnp.exp(log_s), SCALE_MAX)

@@ -107,6 +107,17 @@ def test_head_activations_at_the_clamps(fx):
     close(official_layout(g), fx["locusgs/head_extreme"])
 
 
+def test_free_centres_have_no_z_offset(fx):
+    """LocusGS "free_center" ablation: centres = pos_act(raw), no z + 1 (unlike TokenGS); the official
+    anchored centres are mu + r * pos_act(raw), so pos_act(raw) = (centre - mu) / r."""
+    raw, mu, r = fx["locusgs/head_raw_2"], fx["locusgs/mu_out_2"], fx["locusgs/radius_out_2"]
+    g = decode(jnp.asarray(raw), jnp.asarray(mu), jnp.asarray(r[..., 0]), anchored=False, z_offset=0.0)
+    n, k = raw.shape[1], raw.shape[2]
+    want = (fx["locusgs/gaussians_2"][..., :3] - np.repeat(mu, k, axis=1)) / np.repeat(r, k, axis=1)
+    close(g.means, want)
+    assert n * k == want.shape[1]
+
+
 def test_ray_bias_map(fx):
     for layer in (1, 2):
         mu, r = fx[f"locusgs/mu_in_{layer}"], fx[f"locusgs/radius_in_{layer}"][..., 0]
