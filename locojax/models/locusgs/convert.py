@@ -121,10 +121,31 @@ def check_manifest(manifest: Mapping[str, tuple], abstract_params) -> None:
                        copy=False)
 
 
-def convert_state_dict(state_dict: Mapping[str, np.ndarray], abstract_params, *, copy: bool = True) -> dict:
+def unused_by_config(config) -> tuple:
+    """Flax parameter paths (regexes on "a/b/c") that the configured ablation never uses and that the
+    official module then does not create: its content-only self-attention has no
+    `anchor_head_self_attn`, content-only cross-attention no `geo_scale`/`tau_sample`, and without
+    radius refinement there is no `radius_embed`. They may be absent from a checkpoint (they keep
+    their fresh initialisation)."""
+    m = config.model
+    if not m.get("anchors", False):
+        return ()
+    out = []
+    if not m.get("anchor_self_pe", True):
+        out.append(r"decoder_\d+/pe_mlp/.*")
+    if not m.get("anchor_cross_bias", True):
+        out += [r"bias_gamma", r"decoder_\d+/unused_tau_sample"]
+    if not m.get("refine_radius", True):
+        out.append(r"drho_head/.*")
+    return tuple(out)
+
+
+def convert_state_dict(state_dict: Mapping[str, np.ndarray], abstract_params, *, copy: bool = True,
+                       may_be_missing: tuple = ()) -> dict:
     """torch state_dict (numpy arrays or tensors) -> nested Flax params matching `abstract_params`
     (the model's params or `jax.eval_shape` ShapeDtypeStructs). Raises ValueError on any mismatch.
-    copy=False leaves the arrays as (possibly transposed) views."""
+    copy=False leaves the arrays as (possibly transposed) views. `may_be_missing`: regexes of Flax
+    paths ("a/b/c") allowed to have no torch key (left out of the result)."""
     expected = {k: tuple(v.shape) for k, v in traverse_util.flatten_dict(abstract_params).items()}
     flat, stray, bad_shape, geo = {}, [], [], {}
     for key, value in state_dict.items():
@@ -154,6 +175,7 @@ def convert_state_dict(state_dict: Mapping[str, np.ndarray], abstract_params, *,
         else:
             flat[path] = np.array([geo[i][1].reshape(()) for i in sorted(geo)], np.float32)
     missing = ["/".join(p) for p in expected if p not in flat]
+    missing = [p for p in missing if not any(re.fullmatch(r, p) for r in may_be_missing)]
     problems = []
     if stray:
         problems.append(f"torch keys with no Flax parameter in this config: {sorted(stray)}")
@@ -192,4 +214,4 @@ def import_weights(state_dict: Mapping[str, np.ndarray], config, kind: str = "of
     kind: "official" (the released torch layouts)."""
     if kind not in KINDS:
         raise ValueError(f"--kind={kind!r}: TokenGS/LocusGS imports only {KINDS} state_dicts")
-    return convert_state_dict(state_dict, abstract_params(config))
+    return convert_state_dict(state_dict, abstract_params(config), may_be_missing=unused_by_config(config))

@@ -245,3 +245,18 @@ def test_predict_in_a_world_frame(fx, setup, mode):
     close(pred.gaussians.means, ref[..., :3] @ T[:3, :3].T + T[:3, 3], tol=2e-5)
     close(pred.gaussians.opacities, ref[..., 3])
     close(pred.gaussians.scales, ref[..., 4:7])
+
+
+def test_ablation_checkpoints_without_unused_modules(fx):
+    """Official ablation modules lack what they never use (content-only self-attention: no
+    anchor_head_self_attn; no radius refinement: no radius_embed): those params may be absent and
+    keep their initialisation; any other missing key is still an error."""
+    config = tiny_config(fx, anchors=True)
+    config.model.anchor_self_pe = False
+    config.model.refine_radius = False
+    sd = {k: v for k, v in state_dict(fx, "locusgs").items()
+          if "anchor_head_self_attn" not in k and not k.startswith("radius_embed")}
+    params = import_weights(sd, config)
+    assert "pe_mlp" not in params["decoder_0"] and "drho_head" not in params and "dmu_head" in params
+    with pytest.raises(ValueError, match="dmu_head"):
+        import_weights({k: v for k, v in sd.items() if not k.startswith("xyz_embed")}, config)
