@@ -71,7 +71,9 @@ class LocusModel:
         ones = jnp.ones((b,), jnp.float32)
         sets, aux = {}, {}
         for layer, o in zip(cfg.supervised_layers, outs):
-            g = gaussians_from_frame(decode(o.raw, o.mu, o.radius, anchored=anchored), frame, ones)
+            # z + 1 only for TokenGS: LocusGS's free-centre ablation has no offset (official code)
+            g = gaussians_from_frame(decode(o.raw, o.mu, o.radius, anchored=anchored,
+                                            z_offset=0.0 if cfg.anchors else 1.0), frame, ones)
             sets[layer] = g
             if cfg.anchors:
                 aux[f"anchors_{layer}"] = jnp.einsum("bij,bnj->bni", frame[:, :3, :3], o.mu) + frame[:, None, :3, 3]

@@ -72,9 +72,15 @@ class LayerOut(NamedTuple):
     bias: jax.Array     # [B, N, R] the cross-attention bias map this layer used (before gamma), 0 if none
 
 
+POS_MAX = 1000.0  # the official pos_act clamps its input to +-100 and its output to +-1000
+
+
 def pos_act(x):
-    """sign(x) * expm1(|x|) (official position activation)."""
-    return jnp.sign(x) * jnp.expm1(jnp.abs(x))
+    """sign(x) * expm1(|x|) clamped to +-1000 (official `ClipActivationHead.pos_act`, LocusGS code).
+
+    Clamping |x| at log1p(1000) gives the same values as the code's clamp(x, +-100) -> expm1 ->
+    clamp(+-1000) but keeps gradients finite (expm1(100) overflows float32 there)."""
+    return jnp.sign(x) * jnp.expm1(jnp.minimum(jnp.abs(x), math.log1p(POS_MAX)))
 
 
 def radius_of(rho):
@@ -82,11 +88,12 @@ def radius_of(rho):
 
 
 def sine_pe(mu, per_axis: int, temperature: float):
-    """DAB-DETR sine PE of ((tanh(mu) + 1) / 2) * 2 pi: [..., 3] -> [..., 3 * per_axis]."""
-    x = (jnp.tanh(mu) + 1.0) * 0.5 * 2.0 * math.pi
+    """DAB-DETR sine PE of clip((tanh(mu) + 1) / 2, 0, 1) * 2 pi: [..., 3] -> [..., 3 * per_axis]
+    (official `gen_sineembed_for_3d_anchor`, including its eps 1e-6 on the frequencies)."""
+    x = jnp.clip((jnp.tanh(mu) + 1.0) * 0.5, 0.0, 1.0) * (2.0 * math.pi)
     i = jnp.arange(per_axis, dtype=jnp.float32)
     dim_t = temperature ** (2.0 * jnp.floor(i / 2.0) / per_axis)
-    p = x[..., None] / dim_t  # [..., 3, per_axis]
+    p = x[..., None] / (dim_t + 1e-6)  # [..., 3, per_axis]
     p = jnp.stack([jnp.sin(p[..., 0::2]), jnp.cos(p[..., 1::2])], axis=-1).reshape(p.shape)
     return p.reshape(p.shape[:-2] + (3 * per_axis,))
 
