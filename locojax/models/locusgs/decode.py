@@ -31,14 +31,17 @@ def decode_positions(raw_pos, mu, radius, *, anchored: bool):
     return jnp.clip(pos, -CENTRE_CLAMP, CENTRE_CLAMP)
 
 
-def decode(raw, mu, radius, *, anchored: bool) -> Gaussians:
-    """raw [B, N, G, 14] (float32) -> Gaussians [B, N * G] (sh degree 0)."""
+def decode(raw, mu, radius, *, anchored: bool, scale_max: float = SCALE_MAX) -> Gaussians:
+    """raw [B, N, G, 14] (float32) -> Gaussians [B, N * G] (sh degree 0).
+
+    scale_max: the scale cap (official 0.075 scene units, sized for 256x448 images; the tiny presets
+    raise it so that a Gaussian covers as many pixels at 64x64 as the official one at full size)."""
     raw = raw.astype(jnp.float32)
     b, n, g, _ = raw.shape
     pos = decode_positions(raw[..., 0:3], mu, radius, anchored=anchored)
     rgb = 0.5 * jnp.tanh(raw[..., 3:6]) + 0.5
-    log_s = jnp.clip(raw[..., 6:9] - (1.0 - math.log(SCALE_MAX)), -10.0, 10.0)
-    scales = jnp.minimum(jnp.exp(log_s), SCALE_MAX)
+    log_s = jnp.clip(raw[..., 6:9] - (1.0 - math.log(scale_max)), -10.0, 10.0)
+    scales = jnp.minimum(jnp.exp(log_s), scale_max)
     q = raw[..., 9:13]
     q = q / jnp.maximum(jnp.linalg.norm(q, axis=-1, keepdims=True), 1e-4)
     opa = jax.nn.sigmoid(raw[..., 13] - 2.0)
