@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from locojax.losses.photometric import dssim, mse
-from locojax.losses.visibility import visibility_loss
+from locojax.losses.visibility import kept_visibility_loss, visibility_loss
 from locojax.models.common.frames import gaussians_from_frame
 from locojax.models.interface import FINAL, LossTerm, Prediction
 from locojax.models.locusgs.decode import decode
@@ -36,6 +36,12 @@ class LossConfig:
     # Scene scale of the network frame (config.model.pose_scale): "context" = 1 / max_i |c_i - c_0|
     # (LocusGS RE10K), or a constant (DL3DV 0.15; 1.0 = poses as given).
     pose_scale: object = 1.0
+    # L_vis of the Gaussian centres: "kept" (the released code: only Gaussians the rasteriser keeps,
+    # projected by it) or "paper" (eq. 28 on every centre). Anchors always use eq. 28.
+    vis_mode: str = "kept"
+    render_near: float = 0.025      # the rasteriser's planes/eps2d, for "kept"
+    render_far: float = 125.0
+    render_eps2d: float = 0.3
 
 
 def layer_name(i: int) -> str:
@@ -120,8 +126,13 @@ class LocusModel:
             sfx = "" if layer == last else f"_{layer_name(layer)}"
             terms["mse" + sfx] = LossTerm(w * lc.mse_weight, mse(rgb, tgt.images))
             terms["dssim" + sfx] = LossTerm(w * lc.dssim_weight, dssim(rgb, tgt.images, padding="same"))
-            terms["vis" + sfx] = LossTerm(w * lc.vis_weight, jnp.mean(
-                visibility_loss(g.means, tgt.c2w, tgt.intrinsics, max_penalty=lc.vis_clamp)))
+            if lc.vis_mode == "kept":
+                h, wd = tgt.image_shape
+                vis = kept_visibility_loss(g, tgt.c2w, tgt.intrinsics, width=wd, height=h, near=lc.render_near,
+                                           far=lc.render_far, eps2d=lc.render_eps2d, max_penalty=lc.vis_clamp)
+            else:
+                vis = visibility_loss(g.means, tgt.c2w, tgt.intrinsics, max_penalty=lc.vis_clamp)
+            terms["vis" + sfx] = LossTerm(w * lc.vis_weight, jnp.mean(vis))
             if cfg.anchors and lc.anchor_vis_weight > 0:
                 terms["anchor_vis" + sfx] = LossTerm(w * lc.anchor_vis_weight, jnp.mean(visibility_loss(
                     prediction.aux[f"anchors_{layer}"], tgt.c2w, tgt.intrinsics, max_penalty=lc.vis_clamp)))
