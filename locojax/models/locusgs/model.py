@@ -100,8 +100,8 @@ class LocusModel:
         inv_s = 1.0 / s  # network-frame Gaussians -> world: positions and scales times 1 / s
         sets, aux = {}, {}
         for layer, o in zip(cfg.supervised_layers, outs):
-            g = gaussians_from_frame(decode(o.raw, o.mu, o.radius, anchored=anchored, scale_max=self.loss_cfg.scale_max),
-                                     frame, inv_s)
+            g = decode(o.raw, o.mu, o.radius, anchored=anchored, scale_max=self.loss_cfg.scale_max)
+            g = gaussians_from_frame(g, frame, inv_s)
             sets[layer] = g
             if cfg.anchors:
                 aux[f"anchors_{layer}"] = (jnp.einsum("bij,bnj->bni", frame[:, :3, :3], o.mu * inv_s[:, None, None])
