@@ -74,3 +74,31 @@ def visibility_loss(points, c2w, intrinsics, *, near: float = 0.01, max_penalty:
     phi = out_of_view_penalty(points, c2w, intrinsics, near=near, max_penalty=max_penalty)
     per_point = jnp.minimum(jnp.min(phi, axis=-2), max_penalty)  # min over supervision views, then clamp
     return jnp.mean(per_point, axis=-1)
+
+
+def kept_visibility_loss(gaussians, c2w, intrinsics, *, width: int, height: int, near: float, far: float,
+                         eps2d: float = 0.3, max_penalty: float = 1.0):
+    """TokenGS's released L_vis (the code, not eq. 28): phi of the rasteriser's 2D means, where a
+    Gaussian the rasteriser culls (outside near/far, footprint missing the image, alpha < 1/255) has
+    means2d = 0 in gsplat, i.e. u~ = v~ = -1 and no penalty. Only Gaussians whose footprint still
+    touches the image while their centre is outside it are pulled in; far-off ones are not.
+
+    gaussians: Gaussians [B, N]; c2w [B, V, 4, 4]; intrinsics [B, V, 3, 3] normalized -> [B].
+    """
+    from locojax.geometry.cameras import denormalize_intrinsics
+    from locojax.types import Camera
+    from locojax.render.projection import project_gaussians
+
+    cams = Camera(viewmat=c2w_to_w2c(c2w), K=denormalize_intrinsics(intrinsics, width, height))
+
+    def one(g, cam):
+        p = project_gaussians(g, cam, width=width, height=height, sh_degree=0, near=near, far=far, eps2d=eps2d)
+        kept = jnp.all(p.radii > 0, axis=-1)
+        u = 2.0 * p.means2d[:, 0] / width - 1.0
+        v = 2.0 * p.means2d[:, 1] / height - 1.0
+        phi = jax.nn.relu(jnp.abs(u) - 1.0) + jax.nn.relu(jnp.abs(v) - 1.0)
+        return jnp.where(kept, phi, 0.0)
+
+    phi = jax.vmap(lambda g, cb: jax.vmap(lambda c: one(g, c))(cb))(gaussians, cams)  # [B, V, N]
+    per_point = jnp.minimum(jnp.min(phi, axis=1), max_penalty)
+    return jnp.mean(per_point, axis=-1)

@@ -84,3 +84,29 @@ def test_batching_over_scenes():
     expected = [np.minimum(_numpy_phi(np.asarray(p), np.asarray(c2w), _views()[2]).min(0), 1.0).mean()
                 for p in np.asarray(points)]
     np.testing.assert_allclose(np.asarray(batched), expected, rtol=1e-5)
+
+
+def test_kept_visibility_loss_penalises_only_what_the_rasteriser_keeps():
+    """The released TokenGS L_vis (gsplat means2d; culled Gaussians have means2d 0 -> no penalty): a
+    centre just outside the image whose footprint still touches it costs relu(|u~| - 1); one far outside,
+    one beyond the far plane and one inside cost nothing."""
+    import jax.numpy as jnp
+    from locojax.losses.visibility import kept_visibility_loss
+    from locojax.types import Gaussians
+
+    W = H = 32
+    K = jnp.asarray([[[[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]]]], jnp.float32)  # fx = 32 px
+    c2w = jnp.eye(4)[None, None]
+
+    def loss(x, z, scale):
+        g = Gaussians(means=jnp.asarray([[[x, 0.0, z]]], jnp.float32), quats=jnp.asarray([[[1.0, 0, 0, 0]]]),
+                      scales=jnp.full((1, 1, 3), scale, jnp.float32), opacities=jnp.ones((1, 1)),
+                      sh=jnp.zeros((1, 1, 1, 3)))
+        return float(kept_visibility_loss(g, c2w, K, width=W, height=H, near=0.025, far=125.0)[0])
+
+    # x / z = 0.6: u = 32 * 0.6 + 16 = 35.2 px, u~ = 1.2; footprint 3 * 0.2 * 32 = 19 px reaches the image
+    assert loss(0.6, 1.0, 0.2) == pytest.approx(0.2, abs=1e-5)
+    assert loss(0.6, 1.0, 0.01) == 0.0       # same centre, footprint misses the image: culled
+    assert loss(3.0, 1.0, 0.2) == 0.0        # far outside: culled
+    assert loss(0.0, 200.0, 5.0) == 0.0      # beyond the far plane
+    assert loss(0.1, 1.0, 0.2) == 0.0        # inside

@@ -33,5 +33,22 @@ def build(config) -> LocusModel:
     lc = config.loss
     loss = LossConfig(layer_weights=tuple(float(w) for w in lc.layer_weights), mse_weight=lc.mse_weight,
                       dssim_weight=lc.dssim_weight, vis_weight=lc.vis_weight,
-                      anchor_vis_weight=lc.anchor_vis_weight, vis_clamp=lc.vis_clamp)
+                      anchor_vis_weight=lc.anchor_vis_weight, vis_clamp=lc.vis_clamp,
+                      scale_max=float(config.model.get("scale_max", 0.075)),
+                      pose_scale=_pose_scale(config.model.get("pose_scale", 1.0)),
+                      vis_mode=str(lc.get("vis_mode", "kept")),
+                      render_near=float(config.render.near), render_far=float(config.render.far),
+                      render_eps2d=float(config.render.get("eps2d", 0.3)))
+    if loss.vis_mode not in ("kept", "paper"):
+        raise ValueError(f"config.loss.vis_mode={loss.vis_mode!r}: expected 'kept' (released code) or 'paper'")
     return LocusModel(net_config_from(config), loss)
+
+
+def _pose_scale(value):
+    if value == "context":
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"config.model.pose_scale={value!r}: expected 'context' (1 / max context-camera "
+                         "distance from view 0) or a number") from None

@@ -34,14 +34,17 @@ def decode_positions(raw_pos, mu, radius, *, anchored: bool, z_offset: float = 1
     return off + jnp.asarray([0.0, 0.0, z_offset], off.dtype)
 
 
-def decode(raw, mu, radius, *, anchored: bool, z_offset: float = 1.0) -> Gaussians:
-    """raw [B, N, G, 14] (float32) -> Gaussians [B, N * G] (sh degree 0)."""
+def decode(raw, mu, radius, *, anchored: bool, z_offset: float = 1.0, scale_max: float = SCALE_MAX) -> Gaussians:
+    """raw [B, N, G, 14] (float32) -> Gaussians [B, N * G] (sh degree 0).
+
+    scale_max: the scale cap (official 0.075 scene units, sized for 256x448 images; the tiny presets
+    raise it so that a Gaussian covers as many pixels at 64x64 as the official one at full size)."""
     raw = raw.astype(jnp.float32)
     b, n, g, _ = raw.shape
     pos = decode_positions(raw[..., 0:3], mu, radius, anchored=anchored, z_offset=z_offset)
     rgb = 0.5 * jnp.tanh(raw[..., 3:6]) + 0.5
-    log_s = jnp.clip(raw[..., 6:9], -RAW_SCALE_CLAMP, RAW_SCALE_CLAMP) - (1.0 - math.log(SCALE_MAX))
-    scales = jnp.minimum(jnp.exp(log_s), SCALE_MAX)
+    log_s = jnp.clip(raw[..., 6:9], -RAW_SCALE_CLAMP, RAW_SCALE_CLAMP) - (1.0 - math.log(scale_max))
+    scales = jnp.minimum(jnp.exp(log_s), scale_max)
     q = raw[..., 9:13]
     q = q / jnp.maximum(jnp.linalg.norm(q, axis=-1, keepdims=True), 1e-4)
     opa = jax.nn.sigmoid(raw[..., 13] - 2.0)

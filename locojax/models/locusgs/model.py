@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from locojax.losses.photometric import dssim, mse
-from locojax.losses.visibility import visibility_loss
+from locojax.losses.visibility import kept_visibility_loss, visibility_loss
 from locojax.models.common.frames import gaussians_from_frame
 from locojax.models.interface import FINAL, LossTerm, Prediction
 from locojax.models.locusgs.decode import decode
@@ -32,10 +32,29 @@ class LossConfig:
     vis_weight: float = 1.0
     anchor_vis_weight: float = 0.0  # LocusGS 0.1
     vis_clamp: float = 1.0
+    scale_max: float = 0.075        # decode's scale cap (config.model.scale_max)
+    # Scene scale of the network frame (config.model.pose_scale): "context" = 1 / max_i |c_i - c_0|
+    # (LocusGS RE10K), or a constant (DL3DV 0.15; 1.0 = poses as given).
+    pose_scale: object = 1.0
+    # L_vis of the Gaussian centres: "kept" (the released code: only Gaussians the rasteriser keeps,
+    # projected by it) or "paper" (eq. 28 on every centre). Anchors always use eq. 28.
+    vis_mode: str = "kept"
+    render_near: float = 0.025      # the rasteriser's planes/eps2d, for "kept"
+    render_far: float = 125.0
+    render_eps2d: float = 0.3
 
 
 def layer_name(i: int) -> str:
     return f"layer_{i}"
+
+
+def centroid_dispersion(means, num_tokens: int):
+    """Eq. 12 (LocusGS Table 3): C_centroid = 1/(N K) sum_i sum_k |mu_ik - mean_k mu_ik|_2, the mean
+    distance of a token's K Gaussians from their centroid. means [B, N * K, 3] -> [B]. Distances are
+    those of the network frame (poses relative to view 0, a rigid map), so in scene units."""
+    b = means.shape[0]
+    m = means.astype(jnp.float32).reshape(b, num_tokens, -1, 3)
+    return jnp.mean(jnp.linalg.norm(m - jnp.mean(m, axis=2, keepdims=True), axis=-1), axis=(1, 2))
 
 
 class LocusModel:
@@ -50,36 +69,50 @@ class LocusModel:
         self.net = LocusNet(net_cfg)
         self.num_gaussians = net_cfg.num_tokens * net_cfg.gaussians_per_token
 
-    @staticmethod
-    def relative_cameras(context: Views):
-        """c2w [B, V, 4, 4] -> (c2w relative to view 0, view 0's c2w [B, 4, 4])."""
+    def relative_cameras(self, context: Views):
+        """c2w [B, V, 4, 4] -> (c2w relative to view 0 with positions times s, view 0's c2w [B, 4, 4],
+        s [B]). The network works in that frame (official data pipeline: poses relative to the first
+        input view, RE10K scaled by 1 / max_i |c_i - c_0|, DL3DV by 0.15)."""
         c2w = context.c2w.astype(jnp.float32)
         frame = c2w[:, 0]
-        return jnp.einsum("bij,bvjk->bvik", jnp.linalg.inv(frame), c2w), frame
+        rel = jnp.einsum("bij,bvjk->bvik", jnp.linalg.inv(frame), c2w)
+        b = c2w.shape[0]
+        ps = self.loss_cfg.pose_scale
+        if ps == "context":
+            d = jnp.max(jnp.linalg.norm(rel[:, :, :3, 3], axis=-1), axis=1)
+            s = jnp.where(d > 1e-6, 1.0 / jnp.maximum(d, 1e-6), 1.0)  # coincident views: unscaled
+        else:
+            s = jnp.full((b,), float(ps), jnp.float32)
+        rel = rel.at[:, :, :3, 3].multiply(s[:, None, None])
+        return rel, frame, s
 
     def init(self, rng, batch: Batch):
         c = batch.context
-        rel, _ = self.relative_cameras(c)
+        rel, _, _ = self.relative_cameras(c)
         return self.net.init(rng, c.images[:1], rel[:1], c.intrinsics[:1])["params"]
 
     def predict(self, params, context: Views, *, step=None, train: bool = False, rng=None):
-        rel, frame = self.relative_cameras(context)
+        rel, frame, s = self.relative_cameras(context)
         outs = self.net.apply({"params": params}, context.images, rel, context.intrinsics)
         cfg = self.net_cfg
         anchored = cfg.anchors and cfg.anchored_centres
         b = frame.shape[0]
-        ones = jnp.ones((b,), jnp.float32)
+        inv_s = 1.0 / s  # network-frame Gaussians -> world: positions and scales times 1 / s
         sets, aux = {}, {}
         for layer, o in zip(cfg.supervised_layers, outs):
             # z + 1 only for TokenGS: LocusGS's free-centre ablation has no offset (official code)
-            g = gaussians_from_frame(decode(o.raw, o.mu, o.radius, anchored=anchored,
-                                            z_offset=0.0 if cfg.anchors else 1.0), frame, ones)
+            g = decode(o.raw, o.mu, o.radius, anchored=anchored, z_offset=0.0 if cfg.anchors else 1.0,
+                       scale_max=self.loss_cfg.scale_max)
+            g = gaussians_from_frame(g, frame, inv_s)
             sets[layer] = g
             if cfg.anchors:
-                aux[f"anchors_{layer}"] = jnp.einsum("bij,bnj->bni", frame[:, :3, :3], o.mu) + frame[:, None, :3, 3]
+                aux[f"anchors_{layer}"] = (jnp.einsum("bij,bnj->bni", frame[:, :3, :3], o.mu * inv_s[:, None, None])
+                                           + frame[:, None, :3, 3])
         last = cfg.supervised_layers[-1]
         extra = {layer_name(l): sets[l] for l in cfg.supervised_layers[:-1]} if train else {}
         aux["num_active_gaussians"] = jnp.full((b,), self.num_gaussians, jnp.int32)
+        # in network-frame units (as the paper's Table 3): world distances times s
+        aux["diag/centroid_dispersion"] = centroid_dispersion(sets[last].means, cfg.num_tokens) * s
         return Prediction(sets[last], aux, extra)
 
     def loss_terms(self, params, batch: Batch, prediction: Prediction, renders: Mapping[str, RenderOutput],
@@ -95,8 +128,13 @@ class LocusModel:
             sfx = "" if layer == last else f"_{layer_name(layer)}"
             terms["mse" + sfx] = LossTerm(w * lc.mse_weight, mse(rgb, tgt.images))
             terms["dssim" + sfx] = LossTerm(w * lc.dssim_weight, dssim(rgb, tgt.images, padding="same"))
-            terms["vis" + sfx] = LossTerm(w * lc.vis_weight, jnp.mean(
-                visibility_loss(g.means, tgt.c2w, tgt.intrinsics, max_penalty=lc.vis_clamp)))
+            if lc.vis_mode == "kept":
+                h, wd = tgt.image_shape
+                vis = kept_visibility_loss(g, tgt.c2w, tgt.intrinsics, width=wd, height=h, near=lc.render_near,
+                                           far=lc.render_far, eps2d=lc.render_eps2d, max_penalty=lc.vis_clamp)
+            else:
+                vis = visibility_loss(g.means, tgt.c2w, tgt.intrinsics, max_penalty=lc.vis_clamp)
+            terms["vis" + sfx] = LossTerm(w * lc.vis_weight, jnp.mean(vis))
             if cfg.anchors and lc.anchor_vis_weight > 0:
                 terms["anchor_vis" + sfx] = LossTerm(w * lc.anchor_vis_weight, jnp.mean(visibility_loss(
                     prediction.aux[f"anchors_{layer}"], tgt.c2w, tgt.intrinsics, max_penalty=lc.vis_clamp)))

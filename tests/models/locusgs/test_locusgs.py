@@ -77,3 +77,15 @@ def test_tiny_forward_and_loss(name):
     if name.startswith("locusgs"):
         assert pred.aux["anchors_4"].dtype == jnp.float32
     assert np.isfinite(np.asarray(pred.gaussians.means)).all()
+
+
+def test_centroid_dispersion_eq12():
+    """C_centroid (eq. 12) against a direct numpy loop, and 0 when each token's Gaussians coincide."""
+    from locojax.models.locusgs.model import centroid_dispersion
+
+    rng = np.random.default_rng(0)
+    means = rng.normal(size=(2, 5 * 3, 3)).astype(np.float32)
+    want = [np.mean([np.linalg.norm(g - g.mean(0), axis=-1).mean() for g in m.reshape(5, 3, 3)]) for m in means]
+    np.testing.assert_allclose(np.asarray(centroid_dispersion(jnp.asarray(means), 5)), want, rtol=1e-5)
+    same = np.repeat(rng.normal(size=(1, 5, 1, 3)), 3, axis=2).reshape(1, 15, 3)
+    np.testing.assert_allclose(np.asarray(centroid_dispersion(jnp.asarray(same), 5)), 0.0, atol=1e-6)

@@ -38,6 +38,8 @@ def tiny_config(fx, anchors: bool):
     m.num_tokens, m.gaussians_per_token = t["tokens"], t["gaussians"]
     m.supervised_layers = tuple(t["supervised"]) if anchors else (t["dec_depth"],)
     m.unused_params = anchors  # the official LocusGS module holds them
+    m.scale_max = 0.075  # the official head's cap (the tiny preset raises it for 64 px)
+    m.pose_scale = "1.0"  # the fixture's cameras are in the official network frame already
     config.loss.layer_weights = (1.0,) * len(m.supervised_layers)
     config.data.image_shape = (t["img"], t["img"])
     config.data.num_context_views = t["views"]

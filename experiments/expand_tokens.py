@@ -1,0 +1,109 @@
+"""python -m experiments.expand_tokens --workdir=SRC --to=DST [--num_tokens=4096] [--noise_std=0.01]
+
+Turns a trained TokenGS/LocusGS run (e.g. 1024 tokens) into the start of the fine-tune at more tokens
+(official: 4096): the trained tokens are copied, the new ones repeat them with N(0, 0.01^2) noise, and
+LocusGS anchors/radii are expanded the same way (locojax/models/locusgs/expand.py). DST gets SRC's
+config.json with model.num_tokens changed and the expanded params as checkpoint 0. Then fine-tune:
+
+    python -m experiments.train --config=locusgs_4096 --init_from=DST --workdir=RUN
+
+--step picks SRC's checkpoint (default: the latest).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import flags
+
+from experiments import cli
+
+
+def _define_flags(fv: flags.FlagValues) -> None:
+    flags.DEFINE_string("workdir", None, "the trained run directory (config.json + checkpoints/) " + cli.REQUIRED,
+                        flag_values=fv)
+    flags.DEFINE_string("to", None, "new run directory for the expanded start " + cli.REQUIRED, flag_values=fv)
+    flags.DEFINE_integer("num_tokens", 4096, "tokens after expansion", flag_values=fv)
+    flags.DEFINE_float("noise_std", 0.01, "std of the noise added to repeated tokens/anchors", flag_values=fv)
+    flags.DEFINE_integer("step", None, "SRC checkpoint step (default: the latest)", flag_values=fv)
+
+
+def _run_config(known) -> str | None:
+    from configs.flags import ConfigError
+
+    workdir = known["workdir"].value
+    if not workdir:
+        return None
+    path = os.path.join(workdir, "config.json")
+    if not os.path.isfile(path):
+        raise ConfigError(f"--workdir={workdir}: no config.json (not a run directory?)")
+    return path
+
+
+def expand_run(config, src: str, dst: str, num_tokens: int, noise_std: float = 0.01, step=None) -> dict:
+    """Writes DST (config + checkpoint 0 with expanded params); returns {"checkpoint", "from_step", ...}."""
+    import jax
+
+    from locojax.models.locusgs.expand import expand_params
+    from locojax.train import checkpoint as ckpt
+    from locojax.train.aot import placeholder_batch
+    from locojax.train.import_run import _merge
+    from locojax.train.loop import build_run
+    from locojax.train.run_dir import check_or_save_config, write_run_json
+    from locojax.train.state import count_params, create_state
+
+    src, dst = os.path.abspath(src), os.path.abspath(dst)
+    if config.get("model_family") != "locusgs":
+        raise ValueError(f"--workdir={src}: model_family {config.get('model_family')!r}, expected 'locusgs'")
+    if os.path.isdir(os.path.join(dst, ckpt.CHECKPOINT_DIR)) and os.listdir(os.path.join(dst, ckpt.CHECKPOINT_DIR)):
+        raise ValueError(f"--to={dst} already holds checkpoints; expand into a new directory")
+    old = int(config.model.num_tokens)
+    if num_tokens < old:
+        raise ValueError(f"--num_tokens={num_tokens} < the run's config.model.num_tokens={old}")
+    manager = ckpt.make_manager(src, 1000, async_save=False)
+    try:
+        steps = sorted(manager.all_steps())
+        if not steps:
+            raise FileNotFoundError(f"--workdir={src}: no complete checkpoint")
+        step = steps[-1] if step is None else int(step)
+        raw = ckpt.restore_raw_params(manager, step)
+    finally:
+        manager.close()
+    params = expand_params(jax.device_get(raw), num_tokens, noise_std=noise_std, seed=int(config.seed))
+    config = config.copy_and_resolve_references()
+    config.model.num_tokens = num_tokens
+    run = build_run(config, placeholder_batch(config))
+    state = create_state(run.init_fn, jax.random.PRNGKey(int(config.seed)), run.example_batch, run.state_shardings)
+    merged, kept = _merge(params, jax.device_get(state.params), f"--workdir={src} (step {step})")
+    if kept:
+        raise ValueError(f"--workdir={src} (step {step}): no values for {', '.join(kept)}")
+    state = state.replace(params=jax.device_put(merged, run.state_shardings.params))
+    check_or_save_config(config, dst, write=True)
+    out_manager = ckpt.make_manager(dst, int(config.keep_checkpoints), async_save=False)
+    ckpt.save(out_manager, 0, state, {"processes": [], "expanded_from": src, "from_step": step})
+    out_manager.wait_until_finished()
+    out_manager.close()
+    write_run_json(dst, config, num_params=count_params(merged), num_gaussians=run.model.num_gaussians,
+                   extra=dict(expanded_from=src, from_step=step, from_tokens=old))
+    print(f"expanded {src} (step {step}, {old} tokens) -> {dst} ({num_tokens} tokens, checkpoint 0)")
+    return dict(checkpoint=os.path.join(dst, ckpt.CHECKPOINT_DIR, "0"), from_step=step, from_tokens=old)
+
+
+def main(argv=None) -> int:
+    cli.quiet_tensorflow()
+    args = cli.parse(argv, _define_flags, doc=__doc__, config_default=_run_config)
+    if isinstance(args, int):
+        return args
+    from locojax.train.run_dir import ConfigMismatchError
+
+    try:
+        expand_run(args.config, args.workdir, args.to, args.num_tokens, args.noise_std, args.step)
+    except (ConfigMismatchError, FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
