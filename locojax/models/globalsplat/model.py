@@ -83,7 +83,7 @@ class GlobalSplatModel:
     """GaussianModel for GlobalSplat (see module docstring)."""
 
     name = "globalsplat"
-    loss_network_keys = (LPIPS_KEY,)  # top-level params of loss networks, not of the model (describe)
+    loss_network_keys = (LPIPS_KEY, PERCEPTUAL_KEY)  # top-level params of loss networks, not of the model (describe)
 
     def __init__(self, net_cfg: NetConfig, curriculum: CurriculumConfig, loss: LossConfig,
                  mean_offset: tuple, lpips_params: Any = None):
