@@ -1,4 +1,4 @@
-"""Defaults of `config.data` (the Data contract in /work/notes/COMMON.md) and how they are read.
+"""Defaults of `config.data` (the Data contract, data_pipelines/CONTRACT.md) and how they are read.
 
 Top-level keys read from the experiment config: `dataset` (default "synthetic"), `batch_size` (global),
 `seed`. Everything else lives under `config.data`; a missing key takes the default below.
@@ -28,6 +28,9 @@ def default_data_config() -> ml_collections.ConfigDict:
     c.eval_num_scenes = FieldReference(None, field_type=int)   # None = all scenes of the protocol
     c.eval_batch_size = FieldReference(None, field_type=int)   # per process; None = batch_size // processes
     c.augment = False                     # colour jitter + crop, shared across the views of a sample
+    # Also load per-view depth into Views.depth ([B, V, H, W] z-depth, 0 = unknown; cropped/resized
+    # with the images, nearest neighbour). Only datasets that store depth (synthetic, scannet).
+    c.load_depth = False
     # Training only: crop each view to the largest rectangle centred on its principal point first
     # (GlobalSplat's preprocessing; a no-op when cx = cy = 0.5, as in RE10K). Off by default: on the
     # synthetic data (cx, cy = 0.5 +- 0.01) it would crop a few pixels and upsample back.

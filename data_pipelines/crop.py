@@ -14,7 +14,8 @@ from PIL import Image
 
 
 def crop_region(image: np.ndarray, K_norm: np.ndarray, x0: int, y0: int, w: int, h: int):
-    """Crop uint8 [H, W, 3] to [y0:y0+h, x0:x0+w] and update normalized intrinsics [3, 3]."""
+    """Crop [H, W, ...] (uint8 colour or float32 depth) to [y0:y0+h, x0:x0+w] and update normalized
+    intrinsics [3, 3]."""
     H, W = image.shape[:2]
     K = np.array(K_norm, np.float64)
     K[0, 0] *= W / w
@@ -24,8 +25,18 @@ def crop_region(image: np.ndarray, K_norm: np.ndarray, x0: int, y0: int, w: int,
     return image[y0:y0 + h, x0:x0 + w], K.astype(np.float32)
 
 
+def resize_depth(depth: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """float32 [H, W] -> [h, w] by nearest neighbour (interpolating across a depth edge would invent
+    surfaces; 0 = unknown stays 0)."""
+    if depth.shape[:2] == tuple(shape):
+        return depth
+    img = Image.fromarray(np.ascontiguousarray(depth, np.float32), mode="F")
+    return np.asarray(img.resize((shape[1], shape[0]), Image.NEAREST), np.float32)
+
+
 def rescale_and_crop(image: np.ndarray, K_norm: np.ndarray, shape: tuple[int, int]):
-    """uint8 [H, W, 3], normalized K [3, 3] -> uint8 [h_out, w_out, 3], updated K (float32)."""
+    """uint8 [H, W, 3] (LANCZOS) or float32 depth [H, W] (nearest), normalized K [3, 3] ->
+    [h_out, w_out, ...], updated K (float32)."""
     h_in, w_in = image.shape[:2]
     h_out, w_out = shape
     if (h_in, w_in) == (h_out, w_out):
@@ -33,7 +44,10 @@ def rescale_and_crop(image: np.ndarray, K_norm: np.ndarray, shape: tuple[int, in
     scale = max(h_out / h_in, w_out / w_in)
     h_s, w_s = round(h_in * scale), round(w_in * scale)
     if (h_s, w_s) != (h_in, w_in):
-        image = np.asarray(Image.fromarray(image).resize((w_s, h_s), Image.LANCZOS))
+        if image.dtype == np.uint8:
+            image = np.asarray(Image.fromarray(image).resize((w_s, h_s), Image.LANCZOS))
+        else:
+            image = resize_depth(image, (h_s, w_s))
     # Resizing keeps normalized intrinsics unchanged; only the crop changes them.
     row, col = (h_s - h_out) // 2, (w_s - w_out) // 2
     return crop_region(image, K_norm, col, row, w_out, h_out)

@@ -1,4 +1,4 @@
-"""Batch iterators of the Data contract (see /work/notes/COMMON.md).
+"""Batch iterators of the Data contract (data_pipelines/CONTRACT.md).
 
 Design: plain numpy over a TFDS array_record data source (random access), so every batch is a pure
 function of (seed, process_index, step): `get_state()` is just the step counter and `set_state()`
@@ -35,11 +35,11 @@ log = logging.getLogger(__name__)
 _STATE_VERSION = 1
 
 
-def _views(images, intrinsics, c2w, near, far, index) -> Views:
+def _views(images, intrinsics, c2w, near, far, index, depth=None) -> Views:
     shape = index.shape
     return Views(images=images, intrinsics=intrinsics, c2w=c2w,
                  near=np.full(shape, near, np.float32), far=np.full(shape, far, np.float32),
-                 index=index.astype(np.int32))
+                 index=index.astype(np.int32), depth=depth)
 
 
 def _per_process(total: int, process_count: int, what: str) -> int:
@@ -62,6 +62,7 @@ class TrainIterator:
         self.augment = bool(data_value(config, "augment"))
         self.scene_frame = check_scene_frame(str(data_value(config, "scene_frame")))
         self.principal_point_crop = bool(data_value(config, "principal_point_crop"))
+        self.load_depth = bool(data_value(config, "load_depth"))
         self.near, self.far = datasets.near_far(self.dataset, config)
         self.sampler = make_sampler(
             data_value(config, "sampler"), dataset=self.dataset,
@@ -116,9 +117,9 @@ class TrainIterator:
                 continue
             params = aug.sample_params(rng) if self.augment else None
             frames = np.concatenate([sel.context, sel.target])
-            images, K, c2w = prepare_views(record, frames, self.image_shape, params,
-                                           datasets.PRE_RESIZE.get(self.dataset), self.principal_point_crop)
-            return scene, sel, images, K, c2w
+            views = prepare_views(record, frames, self.image_shape, params, datasets.PRE_RESIZE.get(self.dataset),
+                                  self.principal_point_crop, with_depth=self.load_depth)
+            return scene, sel, views
         raise SceneTooShort(f"every training scene of {self.dataset} is too short for sampler {self.sampler.name}")
 
     def make_batch(self, step: int) -> Batch:
@@ -127,15 +128,16 @@ class TrainIterator:
         c = len(samples[0][1].context)
         ctx_idx = np.stack([s[1].context for s in samples])
         tgt_idx = np.stack([s[1].target for s in samples])
-        images = np.stack([s[2] for s in samples])
-        K = np.stack([s[3] for s in samples])
-        c2w = np.stack([s[4] for s in samples])
-        subsets = samples[0][1].subsets
+        images = np.stack([s[2].images for s in samples])
+        K = np.stack([s[2].intrinsics for s in samples])
+        c2w = np.stack([s[2].c2w for s in samples])
+        depth = np.stack([s[2].depth for s in samples]) if self.load_depth else None
+        part = lambda x, sl: None if x is None else x[:, sl]  # noqa: E731
+        ctx, tgt = slice(None, c), slice(c, None)
         return apply_scene_frame(Batch(
-            context=_views(images[:, :c], K[:, :c], c2w[:, :c], self.near, self.far, ctx_idx),
-            target=_views(images[:, c:], K[:, c:], c2w[:, c:], self.near, self.far, tgt_idx),
+            context=_views(images[:, ctx], K[:, ctx], c2w[:, ctx], self.near, self.far, ctx_idx, part(depth, ctx)),
+            target=_views(images[:, tgt], K[:, tgt], c2w[:, tgt], self.near, self.far, tgt_idx, part(depth, tgt)),
             scene_id=np.array([s[0] for s in samples], np.int32),
-            context_subsets=None if subsets is None else np.broadcast_to(subsets, (len(samples),) + subsets.shape).copy(),
         ), self.scene_frame)
 
     def __iter__(self):
@@ -176,6 +178,7 @@ class EvalIterator:
         self.protocol = protocols.get_protocol(protocol)
         self.dataset = self.protocol.dataset
         self.image_shape = tuple(int(x) for x in data_value(config, "image_shape"))
+        self.load_depth = bool(data_value(config, "load_depth"))
         self.near, self.far = datasets.near_far(self.dataset, config)
         self.scene_frame = check_scene_frame(str(data_value(config, "scene_frame")))
         eval_bs = data_value(config, "eval_batch_size")
@@ -253,21 +256,28 @@ class EvalIterator:
             fill = chunk[0] if chunk else self.entries[0] if self.entries else None
             rows = chunk + [fill] * (self.batch_size - real)
             imgs_c, K_c, P_c, imgs_t, K_t, P_t, idx_c, idx_t = [], [], [], [], [], [], [], []
+            d_c, d_t = [], []
             for key, scene, ctx, tgt in rows:
                 record = self.source.record(self.source.index_of[scene])
                 pad = self.num_targets - len(tgt)
                 tgt_frames = np.concatenate([tgt, np.repeat(tgt[-1:], pad)])
-                images, K, c2w = prepare_views(record, np.concatenate([ctx, tgt_frames]), self.image_shape,
-                                               pre_resize=datasets.PRE_RESIZE.get(self.dataset))
+                images, K, c2w, depth = prepare_views(record, np.concatenate([ctx, tgt_frames]), self.image_shape,
+                                                      pre_resize=datasets.PRE_RESIZE.get(self.dataset),
+                                                      with_depth=self.load_depth)
                 c = len(ctx)
+                if depth is not None:
+                    d_c.append(depth[:c]); d_t.append(depth[c:])  # noqa: E702
                 imgs_c.append(images[:c]); K_c.append(K[:c]); P_c.append(c2w[:c])
                 imgs_t.append(images[c:]); K_t.append(K[c:]); P_t.append(c2w[c:])
                 idx_c.append(ctx)
                 idx_t.append(np.concatenate([tgt, np.full(pad, -1, np.int32)]))
             scene_id = [self.source.index_of[s] for _, s, _, _ in chunk] + [-1] * (self.batch_size - real)
+            stack = lambda xs: np.stack(xs) if xs else None  # noqa: E731
             batch = Batch(
-                context=_views(np.stack(imgs_c), np.stack(K_c), np.stack(P_c), self.near, self.far, np.stack(idx_c)),
-                target=_views(np.stack(imgs_t), np.stack(K_t), np.stack(P_t), self.near, self.far, np.stack(idx_t)),
+                context=_views(np.stack(imgs_c), np.stack(K_c), np.stack(P_c), self.near, self.far, np.stack(idx_c),
+                               stack(d_c)),
+                target=_views(np.stack(imgs_t), np.stack(K_t), np.stack(P_t), self.near, self.far, np.stack(idx_t),
+                              stack(d_t)),
                 scene_id=np.array(scene_id, np.int32))
             batch = apply_scene_frame(batch, self.scene_frame)
             yield batch, [k for k, _, _, _ in chunk] + [""] * (self.batch_size - real)

@@ -36,6 +36,8 @@ def apply_scene_frame(batch: Batch, name: str) -> Batch:
     c2w_c, c2w_t = np.array(ctx.c2w, np.float32), np.array(tgt.c2w, np.float32)
     near_c, far_c = np.array(ctx.near, np.float32), np.array(ctx.far, np.float32)
     near_t, far_t = np.array(tgt.near, np.float32), np.array(tgt.far, np.float32)
+    depth_c = None if ctx.depth is None else np.array(ctx.depth, np.float32)
+    depth_t = None if tgt.depth is None else np.array(tgt.depth, np.float32)
     for b in range(c2w_c.shape[0]):
         valid = np.asarray(tgt.index[b]) >= 0
         norm = globalsplat_normalize(np.concatenate([c2w_c[b], c2w_t[b][valid]]))
@@ -46,5 +48,8 @@ def apply_scene_frame(batch: Batch, name: str) -> Batch:
             c2w[b] = moved.astype(np.float32)
             near[b] /= norm.scale
             far[b] /= norm.scale
-    return batch.replace(context=ctx.replace(c2w=c2w_c, near=near_c, far=far_c),
-                         target=tgt.replace(c2w=c2w_t, near=near_t, far=far_t))
+        for depth in (depth_c, depth_t):  # z-depth is in the same units as the camera centres
+            if depth is not None:
+                depth[b] /= norm.scale
+    return batch.replace(context=ctx.replace(c2w=c2w_c, near=near_c, far=far_c, depth=depth_c),
+                         target=tgt.replace(c2w=c2w_t, near=near_t, far=far_t, depth=depth_t))

@@ -113,6 +113,13 @@ class Views:
       near:       [B, V] float32.
       far:        [B, V] float32.
       index:      [B, V] int32 frame indices within the source scene (-1 where unknown).
+      depth:      optional [B, V, H, W] float32 z-depth (along the camera's z axis) in the scene's
+                  units, 0 where unknown; None unless the data config asks for it
+                  (`config.data.load_depth=True`, datasets with stored depth: synthetic, ScanNet).
+                  Cropped and resized with the images (nearest neighbour). See data_pipelines/CONTRACT.md.
+
+    Optional per-view extras are fields with a None default: None is an empty pytree, so jit,
+    sharding and tree_map carry a batch with or without them (each choice compiles once).
     """
 
     images: Array
@@ -121,6 +128,7 @@ class Views:
     near: Array
     far: Array
     index: Array
+    depth: Optional[Array] = None
 
     @property
     def image_shape(self) -> tuple[int, int]:
@@ -138,12 +146,12 @@ class Batch:
     Attributes:
       context: Views the model sees.
       target:  Views it is supervised or evaluated on.
-      context_subsets: optional [B, 2, S] int32 indices into the context axis: GlobalSplat's two
-        interleaved subsets sharing the end views (consistency loss, eqs. 38-40); None if unused.
       scene_id: [B] int32, the scene's index in its split (for logging; -1 if padded).
+
+    Family-neutral: a model that needs more structure (e.g. GlobalSplat's context subsets) derives
+    it from these fields; per-view extras travel as optional fields of `Views` (see `Views.depth`).
     """
 
     context: Views
     target: Views
     scene_id: Array
-    context_subsets: Optional[Array] = None

@@ -1,15 +1,14 @@
 """Training view samplers (the papers' protocols). `make_sampler(name, ...)` picks one by config name.
 
 Every sampler maps (rng, number of frames, training step) to frame indices:
-`ViewSelection(context [C], target [T], subsets [2, S] or None)`, all int32, context sorted.
+`ViewSelection(context [C], target [T])`, both int32, context sorted. (A model that trains on
+subsets of the context, e.g. GlobalSplat's consistency loss, forms them itself from `Views.index`.)
 A scene too short for a sampler raises `SceneTooShort` (the iterator counts and skips it).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
-
 import numpy as np
 
 
@@ -21,7 +20,6 @@ class SceneTooShort(ValueError):
 class ViewSelection:
     context: np.ndarray                 # int32 [C], sorted
     target: np.ndarray                  # int32 [T]
-    subsets: Optional[np.ndarray] = None  # int32 [2, S] positions into `context` (GlobalSplat)
 
 
 def make_sampler(name: str, *, dataset: str = "synthetic", num_context_views=None, num_target_views=None,

@@ -5,10 +5,8 @@ distinct frames uniformly from it, always including its two ends (the "minimum a
 frames", which are the shared anchor context views); T targets are drawn uniformly from the interior
 of that ordered sequence and the rest is context (default C = 13, T = 12).
 
-Consistency subsets (eqs. 38-40): positions into the context axis. I^a = anchors + odd-positioned
-intermediate context views, I^b = anchors + even-positioned ones. With an odd number of
-intermediate views I^a has one more view; I^b is padded by repeating its end anchor so both have the
-same static size S = 2 + ceil((C - 2) / 2) (a repeated view adds no information, only weight).
+The consistency loss's two context subsets (eqs. 38-40) are formed by the model from the context
+views' frame indices (`locojax.models.globalsplat.subsets`), not here.
 """
 
 from __future__ import annotations
@@ -28,17 +26,6 @@ class GlobalSplatSampler:
     max_gap: int = 220
     name: str = "globalsplat"
 
-    def subsets(self) -> np.ndarray:
-        """int32 [2, S] positions into the context axis (same for every sample)."""
-        c = self.num_context_views
-        inner = np.arange(1, c - 1)
-        a = np.concatenate([[0], inner[inner % 2 == 1], [c - 1]])
-        b = np.concatenate([[0], inner[inner % 2 == 0], [c - 1]])
-        s = max(len(a), len(b))
-        a = np.concatenate([a, np.full(s - len(a), c - 1)])
-        b = np.concatenate([b, np.full(s - len(b), c - 1)])
-        return np.stack([a, b]).astype(np.int32)
-
     def sample(self, rng: np.random.Generator, num_frames: int, step: int = 0) -> ViewSelection:
         total = self.num_context_views + self.num_target_views
         if num_frames < total:
@@ -52,4 +39,4 @@ class GlobalSplatSampler:
         is_target[1 + rng.choice(total - 2, size=self.num_target_views, replace=False)] = True
         target = rng.permutation(frames[is_target])
         context = frames[~is_target]
-        return ViewSelection(context.astype(np.int32), target.astype(np.int32), self.subsets())
+        return ViewSelection(context.astype(np.int32), target.astype(np.int32))

@@ -14,8 +14,9 @@ from locojax.train.step import jit_train_step, make_train_step
 from locojax.types import Batch, Views
 
 
-def placeholder_views(batch_size: int, num_views: int, image_shape) -> Views:
-    """Zero images with valid cameras (identity poses, unit normalized focal length) [B, V, ...]."""
+def placeholder_views(batch_size: int, num_views: int, image_shape, depth: bool = False) -> Views:
+    """Zero images with valid cameras (identity poses, unit normalized focal length) [B, V, ...];
+    `depth`: with Views.depth [B, V, H, W] (as `config.data.load_depth=True` batches have)."""
     h, w = image_shape
     k = np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]], np.float32)
     shape = (batch_size, num_views)
@@ -26,6 +27,7 @@ def placeholder_views(batch_size: int, num_views: int, image_shape) -> Views:
         near=np.full(shape, 0.1, np.float32),
         far=np.full(shape, 100.0, np.float32),
         index=np.broadcast_to(np.arange(num_views, dtype=np.int32), shape).copy(),
+        depth=np.ones(shape + (h, w), np.float32) if depth else None,
     )
 
 
@@ -36,8 +38,9 @@ def placeholder_batch(config, local_batch_size: int | None = None) -> Batch:
     for key in ("num_context_views", "num_target_views", "image_shape"):
         if d.get(key) is None:
             raise ValueError(f"config.data.{key} must be set to compile from shapes alone")
-    return Batch(context=placeholder_views(b, int(d.num_context_views), tuple(d.image_shape)),
-                 target=placeholder_views(b, int(d.num_target_views), tuple(d.image_shape)),
+    depth = bool(d.get("load_depth", False))
+    return Batch(context=placeholder_views(b, int(d.num_context_views), tuple(d.image_shape), depth),
+                 target=placeholder_views(b, int(d.num_target_views), tuple(d.image_shape), depth),
                  scene_id=np.arange(b, dtype=np.int32))
 
 

@@ -37,7 +37,7 @@ class NonFiniteError(RuntimeError):
 
 @dataclasses.dataclass
 class DataSource:
-    """The data contract's two constructors (see COMMON.md); tests may pass their own."""
+    """The data contract's two constructors (data_pipelines/CONTRACT.md); tests may pass their own."""
 
     make_train_iterator: Callable
     make_eval_iterator: Callable

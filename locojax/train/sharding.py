@@ -65,7 +65,7 @@ def check_batch_size(global_batch_size: int, mesh: Mesh, process_count: int) -> 
 
 def global_batch(local_batch, mesh: Mesh):
     """A process-local pytree of numpy arrays ([B_local, ...]) -> global jax.Arrays sharded on "data"
-    ([B_global, ...]); None leaves (e.g. absent context_subsets) stay None."""
+    ([B_global, ...]); None leaves (e.g. absent Views.depth) stay None."""
     sharding = batch_sharding(mesh)
     return jax.tree_util.tree_map(
         lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), local_batch

@@ -1,4 +1,4 @@
-"""A minimal batch source with the data contract's interface (COMMON.md) for trainer tests:
+"""A minimal batch source with the data contract's interface (data_pipelines/CONTRACT.md) for trainer tests:
 random posed views of scenes whose colour is a per-scene constant plus a per-view gradient, so
 that the toy model can learn something. Deterministic in (seed, scene index)."""
 
