@@ -10,8 +10,8 @@ import pytest
 from locojax.models.locosplat.convert import convert_depth_branch as import_weights
 from locojax.models.locosplat.depth import DepthBranch, DepthBranchConfig
 
-FIX = os.path.join(os.environ.get("LOCOJAX_SHARED", "/work/shared"), "fixtures", "depthsplat_depth_branch")
-pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="depthsplat fixture not present")
+# made by the official PyTorch code (see its README); a copy of ../shared/fixtures/depthsplat_depth_branch
+FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depthsplat_depth_branch")
 
 # The fixture's MultiViewUniMatch(num_scales=1, upsample_factor=4, D=64, vit 'tiny', unet 32) and
 # DPTHead(features=16, out_channels=[8, 16, 32, 64]) feature upsampler (its README).

@@ -12,8 +12,8 @@ from locojax.models.locosplat.depth.cnn import CNNEncoder
 from locojax.models.locosplat.depth.mv_transformer import MultiViewTransformer, nearest_views
 from locojax.models.locosplat.depth.cost_volume import plane_sweep_cost_volume
 
-FIX = os.path.join(os.environ.get("LOCOJAX_SHARED", "/work/shared"), "fixtures", "depthsplat_depth_branch")
-pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="depthsplat fixture not present")
+# made by the official PyTorch code (see its README); a copy of ../shared/fixtures/depthsplat_depth_branch
+FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depthsplat_depth_branch")
 MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
 
 

@@ -13,8 +13,8 @@ from locojax.models.locosplat.convert import convert_depth_branch as import_weig
 from locojax.models.locosplat.depth.config import DepthBranchConfig, TRUNKS
 from locojax.models.locosplat.depth.dinov2 import DinoV2
 
-FIX = os.path.join(os.environ.get("LOCOJAX_SHARED", "/work/shared"), "fixtures", "depth_anything_v2")
-pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="depth_anything_v2 fixture not present")
+# made by the official PyTorch code (see its README); a copy of ../shared/fixtures/depth_anything_v2
+FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depth_anything_v2")
 
 
 def test_dinov2_taps_match_official():
