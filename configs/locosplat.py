@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ml_collections
 
-from configs.common import base_config
+from configs.common import base_config, quickstart_protocol
 from configs.paper_losses import locosplat_loss_config
 from locojax.models.locosplat.config import ModelConfig, as_dict
 
@@ -125,14 +125,6 @@ def _tiny(config):
     opt.one_cycle_pct_start = 0.05
     opt.group_learning_rates = ml_collections.ConfigDict({"backbone": 1e-3})  # trained from scratch
     opt.frozen_groups = ("frozen",)
-    data = config.data
-    config.dataset = "synthetic"
-    data.eval_protocol = "synthetic"
-    data.image_shape = (64, 64)
-    data.num_context_views = 2
-    data.num_target_views = 4
-    data.min_gap = 15
-    data.max_gap = 30
-    data.synthetic_num_train_scenes = 32
-    data.synthetic_num_test_scenes = 8
-    data.synthetic_image_size = 64
+    quickstart_protocol(config)
+    config.data.min_gap = 15  # training windows as wide as the evaluation's (30 frames)
+    config.data.max_gap = 30
