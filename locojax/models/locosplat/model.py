@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from locojax import losses
 from locojax.models.interface import FINAL, LossTerm, Prediction
@@ -116,6 +117,30 @@ class LoCoSplatModel:
             for k, v in self._photometric(params, renders[COARSE_SET], batch.target.images).items():
                 terms[f"coarse_{k}"] = LossTerm(lc.coarse_weight * weights[k], v)
         return terms
+
+    def param_parts(self, params) -> dict:
+        """Parameter counts of the paper's named parts (B.1), for `experiments.describe`: "trunk" (the
+        DINOv2 trunk), "depth_branch" (the rest of the depth branch), "gaussian_regressor", "W" (the grid
+        projections W_l, all levels: 4,256 for two), "g" (the fusion MLP: 141,956; its input grows by
+        proj_dim per level, i.e. +proj_dim x fusion_hidden = 16 x 256 per extra level), "h" (6,460).
+        Works on abstract parameters (ShapeDtypeStructs) too."""
+        parts = {k: 0 for k in ("trunk", "depth_branch", "gaussian_regressor", "W", "g", "h")}
+        for path, leaf in jax.tree_util.tree_leaves_with_path(params.get(NET_KEY, {})):
+            keys = [str(getattr(k, "key", k)) for k in path]
+            size = int(np.prod(leaf.shape))
+            if keys[:2] == ["depth", "trunk"]:
+                parts["trunk"] += size
+            elif keys[0] == "depth":
+                parts["depth_branch"] += size
+            elif keys[0].startswith("gaussian_regressor"):
+                parts["gaussian_regressor"] += size
+            elif keys[0] == "local_context":
+                parts["W" if keys[1].startswith("proj_") else "g"] += size
+            elif keys[0] == "head":
+                parts["h"] += size
+            else:
+                raise ValueError(f"param_parts: unassigned parameter {'/'.join(keys)}")
+        return parts
 
     def param_labels(self, params) -> Any:
         def label(path, _):
