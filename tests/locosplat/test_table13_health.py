@@ -83,8 +83,11 @@ def test_one_hot_volume_reads_collapsed_and_random_volumes_equal_numpy():
 
 def test_masked_median_is_numpys():
     rng = np.random.default_rng(2)
-    x = rng.normal(size=(4, 11)).astype(np.float32)
+    x = (rng.normal(size=(4, 11)) * 10.0 ** rng.integers(-3, 4, (4, 11))).astype(np.float32)
+    x[0, :6] = [-0.0, 0.0, np.inf, -np.inf, 1e-40, -1e-40]  # the bisection orders IEEE bit patterns
+    x[3, :3] = 5.0  # ties
     mask = rng.uniform(size=(4, 11)) > 0.4
+    mask[0, :6] = True
     mask[1] = False
     mask[2, :4] = True  # an even count somewhere
     got = np.asarray(health.masked_median(jnp.asarray(x), jnp.asarray(mask)))
