@@ -20,6 +20,7 @@ def test_only_modules_with_main_are_benchmarks(capsys):
 @pytest.mark.parametrize("name, last_words", [("render", "1,572,864 Gaussians into 8 views."),
                                               ("metrics", "(first call, i.e. compile, separately)"),
                                               ("globalsplat", "also write the report as JSON here"),
+                                              ("locosplat", "float32 warping, depth and 3D stage (B.1)."),
                                               ("train_step", "print the resolved config (after overrides) and exit")])
 def test_help_is_not_cut(name, last_words, capsys):
     try:  # argparse benchmarks exit, absl ones (train_step) return
