@@ -37,3 +37,14 @@ def test_unknown_config_is_one_line(name, capsys):
     assert benchmark.main([name, "--config=nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --config=nope: Unknown config 'nope'") and "globalsplat_16k" in err[0]
+
+
+def test_train_step_defaults_to_a_cpu_sized_preset(capsys):
+    """Without --config, train_step resolves globalsplat_tiny (the 16k preset does not fit a 2-core CPU)."""
+    import configs
+    from experiments.cli import format_config
+
+    assert benchmark.main(["train_step", "--print_config"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == format_config(configs.get_config("globalsplat_tiny")).strip()
+    assert out.strip() != format_config(configs.get_config("globalsplat_16k")).strip()
