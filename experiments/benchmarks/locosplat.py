@@ -233,6 +233,12 @@ def main(argv=None) -> int:
         except ValueError as e:
             print(f"error: --config={args.config}: {e}", file=sys.stderr)
             return 2
+    import jax
+
+    if args.precision == "float16" and jax.default_backend() == "cpu":
+        print("error: --precision=float16: XLA's CPU backend rejects float16 matmuls with float32 results "
+              "('F16_F16_F32'); use --precision=bfloat16 on CPU (float16 is the GPU deployment)", file=sys.stderr)
+        return 2
     run(args)
     return 0
 
