@@ -28,7 +28,7 @@ OPEN_SECTIONS = {"optimizer.group_learning_rates": float, "render.capacities": i
 
 # Numeric tuple keys whose length may change (a stage list); every other numeric tuple keeps its
 # preset's length (an image shape, a colour, an offset), so `data.image_shape=64` is refused.
-VARIABLE_LENGTH_TUPLES = ("stage_boundaries",)
+VARIABLE_LENGTH_TUPLES = ("stage_boundaries", "model.grid_cell_sizes")  # LoCoSplat Table 12: 1-12 levels
 
 # Smallest value of the integer keys the training loop divides by or counts with: `--config.eval_every=0`
 # would otherwise pass parsing and stop the run with a ZeroDivisionError after its setup.

@@ -6,12 +6,15 @@
     locosplat_scannet  ScanNet fine-tuning of an RE10K checkpoint (--init_from), near 0.5 / far 15
     locosplat_tiny     the CPU quickstart on the embedded synthetic data (see _tiny)
 
-Ablations are single values: `model.grid_cell_sizes` (Table 12: `(0.001,)`; four, eight or twelve
-levels doubling from 0.001), `model.fusion=False` (C.1 "no fusion MLP"), `model.depth.num_candidates`
-(Table 5: 32 / 128 / 256), `model.coarse_set=False` or `loss.coarse_weight=0` (no beta term),
-`model.depth.depthwise_separable` (which regressor convs are separable). Not implemented: the
-trilinear fine-level splat (Table 5) and Table 11's two-grid model (164-d features, trilinear grids,
-3^3 sparse head): out of scope.
+Ablations are single values: `model.grid_cell_sizes` (Table 12, any length on the command line:
+`=0.001` one level, `=0.001,0.128` LoCoSplat, `=0.001,0.002,0.004,0.008` four, doubling to 0.128
+eight, to 2.048 twelve; g's input grows by 16 per level), `model.fusion=False` (C.1 "no fusion MLP"),
+`model.depth.num_candidates` (Table 5: 32 / 128 / 256), `model.fine_level_interp=trilinear` (Table 5:
+tent-kernel splat / trilinear query on the fine level), `model.coarse_set=False` or
+`loss.coarse_weight=0` (no beta term), `model.depth.depthwise_separable` (which regressor convs are
+separable). Not implemented: Table 11's two-grid model (164-d features, trilinear grids, 3^3 sparse
+head): out of scope. Evaluation logs Table 13's depth-branch health per scene
+(locojax/models/locosplat/health.py).
 
 Every default is written once, in `locojax/models/locosplat/config.py` (`ModelConfig` with the depth
 branch's `DepthBranchConfig` under `model.depth`, `LossConfig`) and `configs/paper_losses.py` (eq. 6

@@ -33,6 +33,7 @@ def _abstract(tree):
 def describe(config, *, flops: bool = True) -> dict:
     """{num_params (the model's: all but loss networks), num_trainable_params, num_frozen_params (of the
     model), num_loss_network_params, num_params_in_state, params_per_module, params_per_group,
+    params_per_part (when the model has `param_parts(params)`, e.g. LoCoSplat's W / g / h),
     num_gaussians, batch_size, flops_forward (one scene), flops_train_step (the config's global
     batch), flops_*_xla (XLA's uncorrected counts), while_loops_counted_once, seconds}."""
     from locojax.train.loop import build_run  # (build_run only traces: eval_shape of init + optimizer)
@@ -70,6 +71,9 @@ def describe(config, *, flops: bool = True) -> dict:
         num_target_views=int(config.data.num_target_views),
         image_shape=[int(s) for s in config.data.image_shape],
     )
+    parts = getattr(run.model, "param_parts", None)  # a family's named parts (LoCoSplat: W, g, h, ...)
+    if parts is not None:
+        out["params_per_part"] = {k: int(v) for k, v in parts(params).items()}
     if flops:
         out.update(_flops(config, run))
     out["seconds"] = round(time.perf_counter() - t0, 2)
@@ -108,6 +112,8 @@ def format_description(d: dict, name: str = "") -> str:
                 if d["num_loss_network_params"] else ""),
              "  per top-level module: " + ", ".join(f"{k} {n(v)}" for k, v in d["params_per_module"].items()),
              "  per optimizer group: " + ", ".join(f"{k} {n(v)}" for k, v in d["params_per_group"].items())]
+    if d.get("params_per_part"):
+        lines.append("  per part: " + ", ".join(f"{k} {n(v)}" for k, v in d["params_per_part"].items()))
     if "flops_forward" in d:
         h, w = d["image_shape"]
         lines.append(f"  forward (1 scene, {d['num_context_views']} context views {h}x{w}): "

@@ -15,6 +15,7 @@ import difflib
 from locojax.models.locosplat.depth.config import DepthBranchConfig
 
 ACTIVATIONS = ("gelu", "relu")
+FINE_INTERPS = ("nearest", "trilinear")  # model.fine_level_interp (stage3d.LocalContext.fine_interp)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +30,10 @@ class ModelConfig:
     proj_dim: int = 16               # W_l: 132 -> 16 with bias (4,256 parameters for two levels)
     fusion_hidden: int = 256         # g: (levels * 16 + 132) -> 256 -> 256 -> 132 (141,956)
     fusion: bool = True              # False: C.1's "no fusion MLP" ablation (f' = f)
+    # Fine level (h0 = v) of the local average: "nearest" = W0 f_a straight from the voxelisation
+    # (LoCoSplat, B.1); "trilinear" = Table 5's ablation, a tent-kernel splat of W0 f_i queried
+    # trilinearly at the anchor, renormalised over occupied nodes (the ablation models' rule, B.1).
+    fine_level_interp: str = "nearest"
     head_hidden: int = 38            # h: 132 -> 38 -> 38 pointwise, no bias (VolSplat head), 6,460
     # Activation of g and h: not stated in the paper; GELU as VolSplat's sparse head (MinkowskiGELU).
     activation: str = "gelu"
@@ -44,6 +49,8 @@ class ModelConfig:
     depth: DepthBranchConfig = DepthBranchConfig()
 
     def __post_init__(self):
+        if self.fine_level_interp not in FINE_INTERPS:
+            raise ValueError(f"config.model.fine_level_interp={self.fine_level_interp!r}: expected one of {FINE_INTERPS}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"config.model.activation={self.activation!r}: expected one of {ACTIVATIONS}")
         if not self.grid_cell_sizes or abs(self.grid_cell_sizes[0] - self.voxel_size) > 1e-12:

@@ -9,8 +9,10 @@ paper B.2), "frozen" for the LPIPS weights, "default" for everything else (lr 2e
 
 aux: "num_active_gaussians" [B] (anchors), and per-scene diagnostics "diag/<name>" [B]:
 occupancy (anchors / rows), points_per_anchor, key_overflow + grid_overflow (points whose voxel or
-coarse-cell key left the int32-safe range: counted, never silent), mean |offset| / v, and the
-scale-0 matching distribution's normalised entropy and w90 (Table 13), depth mean (metres).
+coarse-cell key left the int32-safe range: counted, never silent), mean |offset| / v, depth mean
+(metres); in evaluation (train=False) Table 13's depth-branch health (health.py): scale0_entropy,
+scale0_w90, scale0_modal_share (per-scene medians / share over the scale-0 pixels), delta_u_px
+(median adjacent-candidate disparity, scale-0 feature px) and mv_depth_rel_err.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from locojax import losses
-from locojax.metrics.diagnostics import mass_width, normalized_entropy
 from locojax.models.interface import FINAL, LossTerm, Prediction
 from locojax.models.locosplat.config import LossConfig, ModelConfig
 from locojax.models.locosplat.depth.config import require_trunk_weights
+from locojax.models.locosplat.health import table13_diagnostics
 from locojax.models.locosplat.network import COARSE_SET, FINAL_SET, LoCoSplatNet, NetOutput
 from locojax.types import Batch, RenderOutput, Views
 
@@ -70,9 +73,9 @@ class LoCoSplatModel:
         out = self.apply_net(params, context, train=train, coarse=coarse)
         final = out.sets[FINAL_SET]
         extra = {COARSE_SET: out.sets[COARSE_SET].gaussians} if coarse else {}
-        return Prediction(final.gaussians, self._aux(out), extra)
+        return Prediction(final.gaussians, self._aux(out, context, train=train), extra)
 
-    def _aux(self, out: NetOutput) -> dict:
+    def _aux(self, out: NetOutput, context: Views, *, train: bool) -> dict:
         final = out.sets[FINAL_SET]
         a = final.anchors
         rows = a.count.shape[-1]
@@ -87,9 +90,11 @@ class LoCoSplatModel:
                 3.0 * jnp.maximum(num, 1).astype(f32) * self.cfg.voxel_size),
             "diag/depth_mean": jnp.mean(out.depth.depth, axis=(1, 2, 3)),
         }
-        p0 = jax.lax.stop_gradient(out.depth.match_prob0)
-        aux["diag/scale0_entropy"] = jnp.mean(normalized_entropy(p0), axis=(1, 2, 3))
-        aux["diag/scale0_w90"] = jnp.mean(mass_width(p0).astype(f32), axis=(1, 2, 3))
+        if not train:  # Table 13 (health.py): evaluation only, the disparity sort is not free
+            d = out.depth
+            health = table13_diagnostics(d.match_prob0, d.coarse_depth, d.depth, context.intrinsics,
+                                         context.c2w, context.near, context.far, self.cfg.depth.num_neighbours)
+            aux.update({f"diag/{k}": v for k, v in health.items()})
         if COARSE_SET in out.sets:
             c = out.sets[COARSE_SET]
             aux["diag/coarse_occupancy"] = c.anchors.num_anchors.astype(f32) / rows
@@ -112,6 +117,30 @@ class LoCoSplatModel:
             for k, v in self._photometric(params, renders[COARSE_SET], batch.target.images).items():
                 terms[f"coarse_{k}"] = LossTerm(lc.coarse_weight * weights[k], v)
         return terms
+
+    def param_parts(self, params) -> dict:
+        """Parameter counts of the paper's named parts (B.1), for `experiments.describe`: "trunk" (the
+        DINOv2 trunk), "depth_branch" (the rest of the depth branch), "gaussian_regressor", "W" (the grid
+        projections W_l, all levels: 4,256 for two), "g" (the fusion MLP: 141,956; its input grows by
+        proj_dim per level, i.e. +proj_dim x fusion_hidden = 16 x 256 per extra level), "h" (6,460).
+        Works on abstract parameters (ShapeDtypeStructs) too."""
+        parts = {k: 0 for k in ("trunk", "depth_branch", "gaussian_regressor", "W", "g", "h")}
+        for path, leaf in jax.tree_util.tree_leaves_with_path(params.get(NET_KEY, {})):
+            keys = [str(getattr(k, "key", k)) for k in path]
+            size = int(np.prod(leaf.shape))
+            if keys[:2] == ["depth", "trunk"]:
+                parts["trunk"] += size
+            elif keys[0] == "depth":
+                parts["depth_branch"] += size
+            elif keys[0].startswith("gaussian_regressor"):
+                parts["gaussian_regressor"] += size
+            elif keys[0] == "local_context":
+                parts["W" if keys[1].startswith("proj_") else "g"] += size
+            elif keys[0] == "head":
+                parts["h"] += size
+            else:
+                raise ValueError(f"param_parts: unassigned parameter {'/'.join(keys)}")
+        return parts
 
     def param_labels(self, params) -> Any:
         def label(path, _):

@@ -89,7 +89,7 @@ class LoCoSplatNet(nn.Module):
         rgb_slice = slice(cfg.regressor_channels, cfg.regressor_channels + 3)
 
         context = LocalContext(tuple(cfg.grid_cell_sizes), cfg.proj_dim, cfg.fusion_hidden, cfg.fusion,
-                               cfg.activation, name="local_context")
+                               cfg.activation, cfg.fine_level_interp, name="local_context")
         head = PointwiseHead(cfg.head_hidden, cfg.raw_dim, cfg.activation, name="head")
         depths = {FINAL_SET: d.depth}
         if coarse:

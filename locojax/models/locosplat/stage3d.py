@@ -7,6 +7,11 @@ LocalContext: u0(a) = W0 f_a (the fine level is the voxelisation itself); for ev
 u_l(c) = mean of W_l f_i over the points of cell c (box kernel, nearest cell, 0 if empty), read at
 the anchor's cell c_l(x_a); f'_a = f_a + g([u0; u1; ...; f_a]). No parameters in the aggregation,
 no data-dependent shapes (voxels.cell_average sorts a static N + N rows).
+
+`fine_interp="trilinear"` is Table 5's "trilinear fine level" ablation (sec. 3.5, D.1): u0 is no longer
+read from the voxelisation but splatted from the points' W0 f_i with the tent kernel and queried at
+the anchor trilinearly, renormalised over occupied nodes (B.1 "Grids", the ablation models' rule;
+voxels.trilinear_cell_average, 8 (N + N) static rows). Coarser levels stay nearest-cell.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import jax.numpy as jnp
 
 from locojax.models.common.layers import TorchDense, gelu
 from locojax.models.locosplat.anchors import Anchors
-from locojax.models.locosplat.voxels import cell_average
+from locojax.models.locosplat.config import FINE_INTERPS
+from locojax.models.locosplat.voxels import cell_average, trilinear_cell_average
 
 # VolSplat's sparse Gaussian head: kaiming_normal(mode="fan_out", nonlinearity="relu"), no bias
 # (common/sparse_net.py). On a pointwise [in, out] kernel fan_out = out.
@@ -37,6 +43,7 @@ class LocalContext(nn.Module):
     hidden: int = 256
     fusion: bool = True
     act: str = "gelu"
+    fine_interp: str = "nearest"  # one of FINE_INTERPS
 
     @nn.compact
     def __call__(self, anchors: Anchors, points, point_features):
@@ -45,7 +52,15 @@ class LocalContext(nn.Module):
         overflow = jnp.zeros((b,), jnp.int32)
         if not self.fusion:
             return f, overflow
-        levels = [TorchDense(self.proj_dim, name="proj_0")(f)]  # u0 = W0 f_a (eq. 4)
+        if self.fine_interp == "trilinear":  # Table 5 ablation: tent splat of W0 f_i, trilinear query
+            proj0 = TorchDense(self.proj_dim, name="proj_0")(point_features.astype(jnp.float32))
+            u0, ov = jax.vmap(lambda x, p, q: trilinear_cell_average(x, p, q, self.cell_sizes[0]))(
+                points.astype(jnp.float32), proj0, anchors.positions)
+            levels, overflow = [u0], overflow + ov
+        elif self.fine_interp == "nearest":
+            levels = [TorchDense(self.proj_dim, name="proj_0")(f)]  # u0 = W0 f_a (eq. 4)
+        else:
+            raise ValueError(f"fine_interp={self.fine_interp!r}: expected one of {FINE_INTERPS}")
         for lvl, cell in enumerate(self.cell_sizes[1:], start=1):
             proj = TorchDense(self.proj_dim, name=f"proj_{lvl}")(point_features.astype(jnp.float32))  # W_l f_i
             u, ov = jax.vmap(lambda x, p, q, cell=cell: cell_average(x, p, q, cell))(
