@@ -1,7 +1,13 @@
-"""GlobalSplat's training augmentation: colour jitter and a small crop, each drawn once per sample
-and applied identically to every view (multi-view consistent; GlobalSplat appendix, "Training
-configuration"). Strengths are not given in the paper; ours: brightness/contrast/saturation 0.2,
-hue 0.02 (torchvision ColorJitter semantics), crop keeps 90-100% of each side.
+"""Training augmentations, each drawn once per sample and applied identically to every view
+(multi-view consistent).
+
+GlobalSplat's colour jitter and small crop (GlobalSplat appendix, "Training configuration").
+Strengths are not given in the paper; ours: brightness/contrast/saturation 0.2, hue 0.02
+(torchvision ColorJitter semantics), crop keeps 90-100% of each side.
+
+TokenGS/LocusGS's random reflection (`reflect_views`, config.data.reflect_prob; 0.5 in their
+training): the whole scene mirrored in the world x = 0 plane, which is the same as every image
+flipped left-right with c2w <- R c2w R, R = diag(-1, 1, 1, 1), and cx mirrored.
 """
 
 from __future__ import annotations
@@ -65,3 +71,23 @@ def colour_jitter(images: np.ndarray, params: AugmentParams) -> np.ndarray:
         rot = np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]], np.float32)
         x = _mix(x, _YIQ_INV @ rot @ _YIQ)
     return np.clip(x, 0.0, 1.0).astype(np.float32)
+
+
+REFLECT = np.diag([-1.0, 1.0, 1.0, 1.0]).astype(np.float32)
+
+
+def reflect_views(images: np.ndarray, intrinsics: np.ndarray, c2w: np.ndarray, depth=None):
+    """The mirror image of a sample: images [V, H, W, 3] (and depth [V, H, W]) flipped left-right,
+    normalized intrinsics [V, 3, 3] with cx -> 1 - cx (and the skew negated), c2w [V, 4, 4] ->
+    R c2w R with R = diag(-1, 1, 1, 1).
+
+    Why this is a consistent scene: a world point X seen by camera c2w at camera coordinates
+    x = c2w^-1 X is, in the mirrored world R X, seen by R c2w R at R x = (-x, y, z), i.e. at
+    u' = fx (-x / z) + (1 - cx) = 1 - u (normalized): the flipped pixel. R c2w R keeps det = +1 (a
+    proper camera), which a plain R c2w would not."""
+    K = intrinsics.copy()
+    K[..., 0, 2] = 1.0 - K[..., 0, 2]
+    K[..., 0, 1] = -K[..., 0, 1]
+    out_c2w = (REFLECT @ c2w.astype(np.float32) @ REFLECT).astype(c2w.dtype)
+    flip = lambda x: None if x is None else np.ascontiguousarray(x[:, :, ::-1])  # noqa: E731
+    return flip(images), K, out_c2w, flip(depth)

@@ -28,6 +28,9 @@ def default_data_config() -> ml_collections.ConfigDict:
     c.eval_num_scenes = FieldReference(None, field_type=int)   # None = all scenes of the protocol
     c.eval_batch_size = FieldReference(None, field_type=int)   # per process; None = batch_size // processes
     c.augment = False                     # colour jitter + crop, shared across the views of a sample
+    # Training only: probability of mirroring a sample (all its views; augment.reflect_views).
+    # TokenGS/LocusGS train with 0.5; 0 draws no random number (other samplers' streams unchanged).
+    c.reflect_prob = 0.0
     # Also load per-view depth into Views.depth ([B, V, H, W] z-depth, 0 = unknown; cropped/resized
     # with the images, nearest neighbour). Only datasets that store depth (synthetic, scannet).
     c.load_depth = False

@@ -60,6 +60,9 @@ class TrainIterator:
         self.process_index, self.process_count = process_index, process_count
         self.image_shape = tuple(int(x) for x in data_value(config, "image_shape"))
         self.augment = bool(data_value(config, "augment"))
+        self.reflect_prob = float(data_value(config, "reflect_prob"))
+        if not 0.0 <= self.reflect_prob <= 1.0:
+            raise ValueError(f"config.data.reflect_prob={self.reflect_prob} is not a probability in [0, 1]")
         self.scene_frame = check_scene_frame(str(data_value(config, "scene_frame")))
         self.principal_point_crop = bool(data_value(config, "principal_point_crop"))
         self.load_depth = bool(data_value(config, "load_depth"))
@@ -119,6 +122,9 @@ class TrainIterator:
             frames = np.concatenate([sel.context, sel.target])
             views = prepare_views(record, frames, self.image_shape, params, datasets.PRE_RESIZE.get(self.dataset),
                                   self.principal_point_crop, with_depth=self.load_depth)
+            if self.reflect_prob > 0 and rng.random() < self.reflect_prob:
+                views = views._replace(**dict(zip(("images", "intrinsics", "c2w", "depth"), aug.reflect_views(
+                    views.images, views.intrinsics, views.c2w, views.depth))))
             return scene, sel, views
         raise SceneTooShort(f"every training scene of {self.dataset} is too short for sampler {self.sampler.name}")
 

@@ -16,7 +16,7 @@ from locojax.models.locusgs.network import NetConfig
 
 _NET_KEYS = ("dim", "heads", "patch", "encoder_layers", "decoder_layers", "num_tokens", "gaussians_per_token",
              "encoder_layer_scale", "decoder_layer_scale", "anchors", "refine_radius", "anchor_self_pe",
-             "anchor_cross_bias", "radius_in_bias", "anchored_centres", "unused_params")
+             "anchor_cross_bias", "radius_in_bias", "anchored_centres", "unused_params", "head_xy_grid")
 
 
 def net_config_from(config) -> NetConfig:

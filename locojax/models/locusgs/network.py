@@ -51,6 +51,9 @@ class NetConfig:
     anchor_cross_bias: bool = True        # False: content-only cross-attention
     radius_in_bias: bool = True           # False: sigma = 0.1 r0 (radius not in the bias)
     anchored_centres: bool = True         # False: free centres (TokenGS head, anchors only for attention)
+    # Tiny-budget departure (0 = official zero head bias: every Gaussian starts at (0, 0, 1)): the
+    # head bias puts the G Gaussians of a token on a ceil(sqrt G)^2 lateral grid over [-s, s]^2.
+    head_xy_grid: float = 0.0
     pe_per_axis: int = 128
     pe_temperature: float = 10000.0
     sigma_ratio: float = 0.1
@@ -181,7 +184,8 @@ class LocusNet(nn.Module):
             mu = jnp.zeros((b, c.num_tokens, 3), jnp.float32)
             rho = jnp.full((b, c.num_tokens, 1), RHO0, jnp.float32)
         head = dense(HEAD_CHANNELS * c.gaussians_per_token, "gaussian_head", jnp.float32,
-                     kernel_init=nn.initializers.truncated_normal(0.002))
+                     kernel_init=nn.initializers.truncated_normal(0.002),
+                     bias_init=_head_bias_init(c.gaussians_per_token, c.head_xy_grid))
         outs = []
         for i in range(c.decoder_layers):
             bias_map = jnp.zeros((b, c.num_tokens, 1), jnp.float32)
@@ -203,6 +207,23 @@ class LocusNet(nn.Module):
                 raw = head(x.astype(jnp.float32)).reshape(b, c.num_tokens, c.gaussians_per_token, HEAD_CHANNELS)
                 outs.append(LayerOut(raw, mu, radius_of(rho[..., 0]), bias_map))
         return outs
+
+
+def _head_bias_init(gaussians_per_token: int, spread: float):
+    """Zero (official) or, for spread s > 0, raw x/y biases whose pos_act is a lateral grid over
+    [-s, s]^2 (cell centres), Gaussian k of every token at grid cell k (row-major)."""
+    if spread <= 0:
+        return nn.initializers.zeros
+
+    def init(key, shape, dtype=jnp.float32):
+        n = math.ceil(math.sqrt(gaussians_per_token))
+        ticks = (jnp.arange(n, dtype=jnp.float32) + 0.5) / n * 2.0 * spread - spread
+        gx, gy = jnp.meshgrid(ticks, ticks, indexing="xy")
+        xy = jnp.stack([gx.ravel(), gy.ravel()], -1)[:gaussians_per_token]
+        raw_xy = jnp.sign(xy) * jnp.log1p(jnp.abs(xy))  # inverse of sign * expm1
+        bias = jnp.zeros((gaussians_per_token, HEAD_CHANNELS), jnp.float32).at[:, 0:2].set(raw_xy)
+        return bias.reshape(shape).astype(dtype)
+    return init
 
 
 def _torch_kernel(key, shape, dtype=jnp.float32):

@@ -89,3 +89,26 @@ def test_centroid_dispersion_eq12():
     np.testing.assert_allclose(np.asarray(centroid_dispersion(jnp.asarray(means), 5)), want, rtol=1e-5)
     same = np.repeat(rng.normal(size=(1, 5, 1, 3)), 3, axis=2).reshape(1, 15, 3)
     np.testing.assert_allclose(np.asarray(centroid_dispersion(jnp.asarray(same), 5)), 0.0, atol=1e-6)
+
+
+def test_head_xy_grid_places_initial_centres_on_a_lateral_grid():
+    """model.head_xy_grid = s (tiny-budget departure): at init each token's G = 16 Gaussians sit on a
+    4 x 4 grid over [-s, s]^2 in the network frame at z = 1 (TokenGS head); s = 0 is the official
+    zero bias (every centre at (0, 0, 1))."""
+    cfg = configs.get_config("tokengs_tiny")
+    ctx = _views(1, 2, 64, 64)
+    batch = Batch(context=ctx, target=ctx, scene_id=jnp.zeros((1,), jnp.int32))
+    for spread in (0.0, 0.5):
+        cfg.model.head_xy_grid = spread
+        model = build(cfg)
+        params = model.init(jax.random.PRNGKey(0), batch)
+        _, frame, s = model.relative_cameras(ctx)
+        world = np.asarray(model.predict(params, ctx).gaussians.means[0], np.float64)
+        w2c = np.linalg.inv(np.asarray(frame[0], np.float64))
+        local = ((world @ w2c[:3, :3].T + w2c[:3, 3]) * float(s[0])).reshape(64, 16, 3)  # network units
+        want = np.zeros((16, 3), np.float32)
+        want[:, 2] = 1.0
+        if spread:
+            ticks = (np.arange(4) + 0.5) / 4 * 2 * spread - spread
+            want[:, 0], want[:, 1] = np.tile(ticks, 4), np.repeat(ticks, 4)
+        np.testing.assert_allclose(local, np.broadcast_to(want, local.shape), atol=2e-3)
