@@ -3,7 +3,8 @@
     globalsplat_16k   2048 latents x 8 Gaussians = 16,384 (the paper's main model, 84.3M params)
     globalsplat_32k   4096 latents x 8 = 32,768 (the better of Table 4's two 32K rows)
     globalsplat_2k    2048 latents x 1 (2 candidates per token, as the official 2K model)
-    globalsplat_tiny  64 latents x 4, narrow widths, 64x64 images: tests and the CPU quickstart
+    globalsplat_tiny  256 latents x 8 = 2,048, narrow widths, SH 0, the shared quickstart protocol (64x64,
+                      2 context views): tests and the CPU quickstart
 
 Table 4's other rows are two values away: `model.num_latents=256` (256 x 8) and
 `model.gaussians_per_token=16` (2048 x 16; uses the 4th stage boundary). Table 5's ablations are
@@ -26,7 +27,7 @@ import dataclasses
 
 import ml_collections
 
-from configs.common import base_config
+from configs.common import base_config, quickstart_protocol
 from locojax.models.globalsplat.config import PRECISION_PARTS, LossConfig, ModelConfig
 
 PRESETS = ("16k", "32k", "2k", "tiny", "16k_single_stream", "16k_plucker_only",
@@ -111,18 +112,33 @@ def get_config(preset: str = "16k") -> ml_collections.ConfigDict:
 
 
 def _tiny(config):
-    """A few hundred thousand parameters; trains on the synthetic data on a 2-core CPU."""
+    """The 2-core CPU quickstart on the shared embedded-data protocol (`quickstart_protocol`: 64x64
+    synthetic rooms, 2 context views with 4 targets between them, 32 train / 8 test scenes). Narrow
+    widths; the departures from the official code below are named, each with what it measured
+    (shared/design/globalsplat_official_vs_port.md, issue 14).
+
+    Measured on this protocol (8 test scenes; copy-nearest 19.93 dB, mean colour 18.92 dB), 2-core CPU
+    shared with other agents, a 3000-step schedule stopped at step 1770 (19.9 CPU-minutes): held-out
+    PSNR 18.42 / 18.80 / 18.35 dB at steps 500 / 1000 / 1500. It does not beat the mean colour: see
+    experiments/benchmarks/globalsplat_official_train.py for the official code on the same data."""
     m = config.model
-    m.num_latents = 64
+    # 256 latents x 8 = 2,048 Gaussians, the paper's smallest model size: with 64 x 4 = 256 even a
+    # 4x4-pixel-cell fit of the targets stays under copy-nearest + 1 dB (issue 14, item 6). Old protocol
+    # (4 test scenes, 2 views), 1000 steps: 256 Gaussians 19.43 dB, 2,048 Gaussians 20.21 dB.
+    m.num_latents = 256
     m.dim_latents = 64
     m.dim_rgb = 64
     m.dim_rays = 32
     m.num_heads = 4
     m.rounds = 2
     m.self_attention_per_round = 1
-    m.gaussians_per_token = 4
-    m.attention_query_chunk = 0  # 72 slots x 388 memory tokens: the logits are small, chunks only cost
-    m.stage_boundaries = (150, 300, 600)
+    m.gaussians_per_token = 8
+    m.attention_query_chunk = 0  # the logits are small at 64 px: chunks only cost
+    # Departure: SH degree 0 (official 3). At 64 px with 2 context views, degree >= 1 fakes per-view
+    # colour through view direction (SH-rest reached 0.3x the DC magnitude in the 6-view run).
+    m.sh_degree = 0
+    # The official capacity curriculum compressed ~30x (official stages at 10k/20k/50k of 220k steps).
+    m.stage_boundaries = (300, 500, 700, 100_000)
     m.stage_ramp_steps = 50
     # The model builds its frame from the context cameras and returns world-frame Gaussians (SH rotated
     # with the frame, so renders equal canonical-frame renders): works on any camera input.
@@ -130,7 +146,7 @@ def _tiny(config):
     config.data.scene_frame = "none"
     # Departure: the perceptual term's pixel L1 only (a VGG trunk would dominate a CPU step at this size).
     config.loss.perceptual_net = "pixel_l1"
-    config.total_steps = 1000  # ~5 steps/s on an idle 2-core CPU: ~4.6 min for the quickstart
+    config.total_steps = 1000  # the best held-out figure of the longer run came at step 1000
     config.batch_size = 2
     config.log_every = 25
     config.eval_every = 500
@@ -138,12 +154,10 @@ def _tiny(config):
     opt = config.optimizer
     opt.learning_rate = 1e-3
     opt.warmup_steps = 50
+    quickstart_protocol(config)
     data = config.data
-    data.image_shape = (64, 64)
-    data.num_context_views = 6
-    data.num_target_views = 4
     data.augment = False
-    # a small embedded dataset that builds in < 1 min
-    data.synthetic_num_train_scenes = 16
-    data.synthetic_num_test_scenes = 4
-    data.synthetic_image_size = 64
+    # Departure: training windows of 20-36 frames around the evaluation's 30 (official U{40..220}, which
+    # the 64-frame synthetic walkthroughs clamp to the whole trajectory: pans up to 146 degrees).
+    data.min_gap = 20
+    data.max_gap = 36

@@ -77,8 +77,10 @@ def test_canonical_and_world_renders_identical_sh3():
 
 def test_model_world_input_renders_as_official_canonical_input():
     """The port (normalize_scene="context": world cameras in, world Gaussians out) against the official
-    setup (normalize_scene="none": cameras normalised beforehand, Gaussians rendered in that frame)."""
+    setup (normalize_scene="none": cameras normalised beforehand, Gaussians rendered in that frame).
+    SH degree 3 (the tiny preset's is 0): the rest coefficients must turn with the frame."""
     config = configs.get_config("globalsplat_tiny")
+    config.model.sh_degree = 3
     base = split_batch(random_views(1, 8, H, W, seed=4), 5)
     world_all = world_cameras(7)[None]  # 5 context cameras of the arc
     ctx_world = views_with(world_all, base.context.images)

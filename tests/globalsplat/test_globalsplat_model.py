@@ -27,7 +27,7 @@ def tiny_config(**model):
     return config
 
 
-@pytest.mark.parametrize("preset,count", [("16k", 16_384), ("32k", 32_768), ("2k", 2_048), ("tiny", 256)])
+@pytest.mark.parametrize("preset,count", [("16k", 16_384), ("32k", 32_768), ("2k", 2_048), ("tiny", 2_048)])
 def test_gaussian_count_and_shapes_per_preset(preset, count):
     config = configs.get_config(f"globalsplat_{preset}")
     model = build(config)
@@ -39,7 +39,7 @@ def test_gaussian_count_and_shapes_per_preset(preset, count):
     g, aux = pred.gaussians, pred.aux
     assert g.means.shape == (1, count, 3) and g.quats.shape == (1, count, 4)
     assert g.scales.shape == (1, count, 3) and g.opacities.shape == (1, count)
-    assert g.sh.shape == (1, count, 16, 3)
+    assert g.sh.shape == (1, count, (config.model.sh_degree + 1) ** 2, 3)  # tiny: degree 0
     assert aux["num_active_gaussians"].shape == (1,)
 
 

@@ -71,7 +71,7 @@ def test_tiny_counts_equal_a_real_init(tiny):
     assert tiny["params_per_module"] == real
     assert tiny["num_params"] == sum(real.values()) == tiny["num_trainable_params"]
     assert tiny["params_per_group"] == {"default": tiny["num_params"]} and tiny["num_frozen_params"] == 0
-    assert tiny["num_gaussians"] == model.num_gaussians == 64 * 4
+    assert tiny["num_gaussians"] == model.num_gaussians == 256 * 8
     assert 0 < tiny["flops_forward"] < tiny["flops_train_step"]
 
 

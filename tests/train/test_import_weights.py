@@ -13,8 +13,10 @@ import pytest
 
 import configs
 
-# The fixture network: globalsplat_tiny widths with the official 4 rounds x 2 self-attention layers.
-FIXTURE_MODEL = ("model.rounds=4", "model.self_attention_per_round=2", "model.gaussians_per_token=8")
+# The fixture network: globalsplat_tiny widths with 64 latents, SH degree 3 and the official 4 rounds x 2
+# self-attention layers.
+FIXTURE_MODEL = ("model.num_latents=64", "model.sh_degree=3", "model.rounds=4", "model.self_attention_per_round=2",
+                 "model.gaussians_per_token=8")
 
 
 @pytest.fixture(scope="module")

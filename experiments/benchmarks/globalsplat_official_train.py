@@ -1,0 +1,171 @@
+"""Train the OFFICIAL GlobalSplat code (R-Itk/globalsplat @ feb3fd7, CPU torch) on the embedded
+synthetic data with `globalsplat_tiny`'s settings, saving its weights along the way, so that they
+can be converted (`python -m experiments.import_weights --family=globalsplat`) and scored by the
+project's evaluator on the same held-out scenes as the port (issue 14: "the official code at the
+same budget"). Nothing of the official code is stored here; it is read from `--official_root`.
+
+    python experiments/benchmarks/globalsplat_official_train.py --official_root=/path/to/globalsplat \
+        --out=/tmp/official_run [--steps=3000] [--save_every=250] [--max_minutes=25]
+
+Harness (as `tests/fixtures/globalsplat_train/make_official_trajectory.py`, whose stubs it reuses):
+Lightning -> a bare module with the optimizer loop written out (backward, clip 1.0, AdamW step,
+per-step scheduler); `gsplat.rasterization` -> `locojax.render.torch_reference.render_torch`
+(gsplat's torch projection with the CUDA compositing rule). The official perceptual term is
+`(e0 + VGG-19 feature errors) / 255`; without the user's ImageNet VGG-19 the feature errors are set
+to zero, leaving the pixel L1 `e0 / 255`: the same objective as `globalsplat_tiny`
+(`loss.perceptual_net = "pixel_l1"`).
+
+Data: the embedded synthetic training scenes (seed 0, `--train_scenes` of them at 64x64, 64 frames)
+from `data_pipelines.synthetic.generate`; each step draws `--batch` scenes uniformly and views with
+the project's `GlobalSplatSampler` (2 context at the window ends, 4 targets inside a window of
+`--min_gap..--max_gap` frames), as the port's training pipeline does (same distribution, not the
+same draws). Writes `<out>/curve.json` (per-step loss / train PSNR / lr / time) and
+`<out>/official_step<N>.pth` state_dicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "globalsplat_train"
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(FIXTURE))
+
+import make_official_trajectory as harness  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--official_root", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--save_every", type=int, default=250)
+    ap.add_argument("--max_minutes", type=float, default=1e9, help="stop (and save) after this wall time")
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--train_scenes", type=int, default=32)
+    ap.add_argument("--min_gap", type=int, default=20)
+    ap.add_argument("--max_gap", type=int, default=36)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup_steps", type=int, default=50)
+    ap.add_argument("--stages", default="300,500,700")
+    ap.add_argument("--ramp", type=int, default=50)
+    ap.add_argument("--num_latents", type=int, default=256)
+    ap.add_argument("--sh_degree", type=int, default=0)
+    args = ap.parse_args()
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    torch.set_flush_denormal(True)
+    harness.install_stubs(torch)
+    sys.path.insert(0, args.official_root)
+    import gsplat
+
+    gsplat.rasterization = harness.torch_rasterization(torch)
+    from globalsplat.dataset.preprocessing import to_model_batch
+    from globalsplat.loss import rendering_loss
+    from globalsplat.model.globalsplat import GlobalSplat
+    from globalsplat.model.model_wrapper import GlobalSplatModule
+
+    from data_pipelines.samplers.globalsplat import GlobalSplatSampler
+    from data_pipelines.synthetic import raycast
+    from data_pipelines.synthetic.generate import sample_scene
+
+    # No ImageNet VGG-19 here: the feature errors e1..e5 become 0, the pixel L1 e0 stays (see doc).
+    rendering_loss.PerceptualLoss._load_weights = lambda self: None
+    rendering_loss.PerceptualLoss._extract_features = lambda self, x: [x.new_zeros(())] * 5
+
+    model = GlobalSplat(sh_degree=args.sh_degree, static_only=True, patch_size=8,
+                        latent_rep_token_amount=args.num_latents, dim_latents=64, dim_rays=32, dim_rgb_feat=64,
+                        rounds=2, slot_calib_layers_per_round=1, num_heads=4, M_max=16)
+    module = GlobalSplatModule(model, learning_rate=args.lr, weight_decay=1e-6,
+                               loss_w_dict=dict(w_rgb=2.0, w_mse=1.0, w_depth=0.0, subset_consistency=True,
+                                                subset_alpha_consistency_w=1e-3, subset_depth_consistency_w=1e-2),
+                               stage_boundaries=tuple(int(s) for s in args.stages.split(",")),
+                               stage_ramp_iters=args.ramp, final_stage=3,
+                               warmup_pct=args.warmup_steps / args.steps)
+    module.train()
+    module.trainer.estimated_stepping_batches = args.steps
+    opt_cfg = module.configure_optimizers()
+    opt, sched = opt_cfg["optimizer"], opt_cfg["lr_scheduler"]["scheduler"]
+    params = [p for g in opt.param_groups for p in g["params"]]
+
+    # The scenes of `data_pipelines.synthetic.generate.generate_scene` (seed 0, 64 frames), each frame
+    # ray-cast on first use (a run of a few hundred steps touches a fraction of them).
+    specs = [sample_scene(0, "train", i, 64) for i in range(args.train_scenes)]
+    cache = {}
+
+    def frame(i, f):
+        if (i, f) not in cache:
+            spec, c2w, K = specs[i]
+            rgb, _ = raycast.render_view(spec, c2w[f], K, 64, 64, raycast.camera_rays(K, 64, 64))
+            cache[i, f] = np.round(rgb * 255.0).astype(np.uint8)
+        return cache[i, f]
+
+    sampler = GlobalSplatSampler(num_context_views=2, num_target_views=4, min_gap=args.min_gap,
+                                 max_gap=args.max_gap)
+    rng = np.random.default_rng(0)
+    curve = {k: [] for k in ("step", "loss", "psnr", "l2", "lr", "stage", "wall_s", "cpu_s")}
+
+    def save(step):
+        torch.save(model.state_dict(), out / f"official_step{step}.pth")
+        (out / "curve.json").write_text(json.dumps({"args": vars(args), **curve}))
+
+    t0, c0 = time.time(), time.process_time()
+    step = 0
+    for step in range(args.steps):
+        imgs, ks, c2ws, idxs, n_ctx = [], [], [], [], 2
+        for _ in range(args.batch):
+            i = int(rng.integers(len(specs)))
+            sel = sampler.sample(rng, 64, step)
+            frames = np.concatenate([sel.context, sel.target])
+            imgs.append(np.stack([frame(i, f) for f in frames]))
+            ks.append(np.repeat(specs[i][2][None].astype(np.float32), len(frames), 0))
+            c2ws.append(specs[i][1][frames].astype(np.float32))
+            idxs.append(frames)
+        img = torch.from_numpy(np.stack(imgs).astype(np.float32) / 255.0).permute(0, 1, 4, 2, 3)
+        K, c2w, idx = (torch.from_numpy(np.stack(a)) for a in (ks, c2ws, idxs))
+        raw = {"context": {"image": img[:, :n_ctx], "intrinsics": K[:, :n_ctx], "extrinsics": c2w[:, :n_ctx],
+                           "index": idx[:, :n_ctx]},
+               "target": {"image": img[:, n_ctx:], "intrinsics": K[:, n_ctx:], "extrinsics": c2w[:, n_ctx:],
+                          "index": idx[:, n_ctx:]}}
+        batch = to_model_batch(raw)
+        module.global_step = step
+        module.logged = {}
+        lr = opt.param_groups[0]["lr"]
+        loss = module.training_step(batch, step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        lg = module.logged
+        curve["step"].append(step); curve["loss"].append(float(loss)); curve["psnr"].append(lg["train_psnr"])
+        curve["l2"].append(lg["train_render_l2_loss"]); curve["lr"].append(lr)
+        curve["stage"].append(int(module._stage_schedule(step)[0]))
+        curve["wall_s"].append(time.time() - t0); curve["cpu_s"].append(time.process_time() - c0)
+        if step % 25 == 0:
+            print(f"step {step:5d} loss {float(loss):.5f} psnr {lg['train_psnr']:.2f} lr {lr:.2e} "
+                  f"stage {curve['stage'][-1]} [{time.time() - t0:.0f}s wall, {curve['cpu_s'][-1]:.0f}s cpu]",
+                  flush=True)
+        if (step + 1) % args.save_every == 0:
+            save(step + 1)
+        if time.time() - t0 > 60 * args.max_minutes:
+            print(f"time limit: stopping after step {step + 1}", flush=True)
+            break
+    save(step + 1)
+    print(f"done: {step + 1} steps, {time.time() - t0:.0f}s wall, {time.process_time() - c0:.0f}s cpu")
+
+
+if __name__ == "__main__":
+    main()
