@@ -66,6 +66,8 @@ TINY_RUN_OVERRIDES = (
     # As tests/train/test_train_globalsplat_e2e.py: same compiled functions (persistent cache hits).
     "model.stage_boundaries=(2,4,6)", "model.stage_ramp_steps=1", "data.synthetic_num_train_scenes=4", "data.synthetic_num_test_scenes=2",
     "data.synthetic_image_size=32", "data.synthetic_num_frames=16", "data.image_shape=(32,32)",
+    # The tools under test do not depend on the model size: 64 x 4 Gaussians keep the suite fast.
+    "model.num_latents=64", "model.gaussians_per_token=4",
 )
 
 

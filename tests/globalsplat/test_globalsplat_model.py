@@ -21,7 +21,10 @@ from synthetic_views import arc_cameras, random_views, split_batch  # noqa: E402
 
 
 def tiny_config(**model):
+    """globalsplat_tiny's widths with 64 x 4 Gaussians and SH degree 3 (the preset trains SH 0): small,
+    and every SH band exercised."""
     config = configs.get_config("globalsplat_tiny")
+    model = {"num_latents": 64, "gaussians_per_token": 4, "sh_degree": 3, **model}
     for k, v in model.items():
         config.model[k] = v
     return config

@@ -140,7 +140,7 @@ def test_cli_evaluate_defaults_to_the_runs_config_and_train_cli_refuses_in_one_l
     assert "already at its last step 2" in capsys.readouterr().out
     assert evaluate.main([f"--workdir={wd}", "--config.model.num_latents=8"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "model.num_latents 256 -> 8" in err[0], err
+    assert len(err) == 1 and "model.num_latents 64 -> 8" in err[0], err
     assert _files(wd) == before
     # no --config: the run's own config.json; an evaluation key may differ
     assert evaluate.main([f"--workdir={wd}", "--num_scenes=1", "--config.eval.lpips=false"]) == 0

@@ -27,6 +27,7 @@ def _overrides(data_dir):
         "eval.lpips=false", "progress_bar=false",
         f"data.data_dir={data_dir}", "data.synthetic_num_train_scenes=4", "data.synthetic_num_test_scenes=2",
         "data.synthetic_image_size=32", "data.synthetic_num_frames=16", "data.image_shape=(32,32)",
+        "model.num_latents=64", "model.gaussians_per_token=4",  # small and fast: the trainer is under test
     ]
 
 
