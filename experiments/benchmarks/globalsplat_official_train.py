@@ -5,7 +5,7 @@ project's evaluator on the same held-out scenes as the port (issue 14: "the offi
 same budget"). Nothing of the official code is stored here; it is read from `--official_root`.
 
     python experiments/benchmarks/globalsplat_official_train.py --official_root=/path/to/globalsplat \
-        --out=/tmp/official_run [--steps=3000] [--save_every=250] [--max_minutes=25]
+        --out=/tmp/official_run [--steps=3000] [--stop_at=1000] [--save_every=250] [--max_minutes=25]
 
 Harness (as `tests/fixtures/globalsplat_train/make_official_trajectory.py`, whose stubs it reuses):
 Lightning -> a bare module with the optimizer loop written out (backward, clip 1.0, AdamW step,
@@ -15,8 +15,9 @@ per-step scheduler); `gsplat.rasterization` -> `locojax.render.torch_reference.r
 to zero, leaving the pixel L1 `e0 / 255`: the same objective as `globalsplat_tiny`
 (`loss.perceptual_net = "pixel_l1"`).
 
-Data: the embedded synthetic training scenes (seed 0, `--train_scenes` of them at 64x64, 64 frames)
-from `data_pipelines.synthetic.generate`; each step draws `--batch` scenes uniformly and views with
+Data: the embedded synthetic training split that the port trains on (`--config`'s data settings:
+seed 0, `--train_scenes` of them at 64x64, 64 frames), read from the built TFDS dataset under
+$LOCOJAX_DATA_DIR (JPEG q95 frames, the same pixels as the port's pipeline); each step draws `--batch` scenes uniformly and views with
 the project's `GlobalSplatSampler` (2 context at the window ends, 4 targets inside a window of
 `--min_gap..--max_gap` frames), as the port's training pipeline does (same distribution, not the
 same draws). Writes `<out>/curve.json` (per-step loss / train PSNR / lr / time) and
@@ -46,9 +47,12 @@ def main():
     ap.add_argument("--official_root", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--stop_at", type=int, default=0,
+                    help="stop (and save) after this many steps of the --steps schedule (0: run it all)")
     ap.add_argument("--save_every", type=int, default=250)
     ap.add_argument("--max_minutes", type=float, default=1e9, help="stop (and save) after this wall time")
     ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--config", default="globalsplat_tiny", help="whose data settings (dataset, size) to read")
     ap.add_argument("--train_scenes", type=int, default=32)
     ap.add_argument("--min_gap", type=int, default=20)
     ap.add_argument("--max_gap", type=int, default=36)
@@ -78,8 +82,7 @@ def main():
     from globalsplat.model.model_wrapper import GlobalSplatModule
 
     from data_pipelines.samplers.globalsplat import GlobalSplatSampler
-    from data_pipelines.synthetic import raycast
-    from data_pipelines.synthetic.generate import sample_scene
+    from data_pipelines.loading import load_scenes
 
     # No ImageNet VGG-19 here: the feature errors e1..e5 become 0, the pixel L1 e0 stays (see doc).
     rendering_loss.PerceptualLoss._load_weights = lambda self: None
@@ -100,17 +103,21 @@ def main():
     opt, sched = opt_cfg["optimizer"], opt_cfg["lr_scheduler"]["scheduler"]
     params = [p for g in opt.param_groups for p in g["params"]]
 
-    # The scenes of `data_pipelines.synthetic.generate.generate_scene` (seed 0, 64 frames), each frame
-    # ray-cast on first use (a run of a few hundred steps touches a fraction of them).
-    specs = [sample_scene(0, "train", i, 64) for i in range(args.train_scenes)]
-    cache = {}
+    # The port's training split, read from the built TFDS dataset (JPEG q95 frames, exactly what
+    # `experiments.train --config=globalsplat_tiny` trains on; built on first use if missing). Ray-casting
+    # frames on first use (the first version) cost ~10 CPU-minutes per 60 steps.
+    import configs
+
+    cfg = configs.get_config(args.config)
+    cfg.data.synthetic_num_train_scenes = args.train_scenes
+    scenes = list(load_scenes("synthetic", "train", config=cfg, with_depth=False))
+    frames_of = [s.images for s in scenes]  # uint8 [F, H, W, 3] each
+    num_frames = int(frames_of[0].shape[0])
+    print(f"{len(scenes)} training scenes ({scenes[0].key} ..), {num_frames} frames of "
+          f"{frames_of[0].shape[1:3]} from the built dataset", flush=True)
 
     def frame(i, f):
-        if (i, f) not in cache:
-            spec, c2w, K = specs[i]
-            rgb, _ = raycast.render_view(spec, c2w[f], K, 64, 64, raycast.camera_rays(K, 64, 64))
-            cache[i, f] = np.round(rgb * 255.0).astype(np.uint8)
-        return cache[i, f]
+        return frames_of[i][f]
 
     sampler = GlobalSplatSampler(num_context_views=2, num_target_views=4, min_gap=args.min_gap,
                                  max_gap=args.max_gap)
@@ -126,12 +133,12 @@ def main():
     for step in range(args.steps):
         imgs, ks, c2ws, idxs, n_ctx = [], [], [], [], 2
         for _ in range(args.batch):
-            i = int(rng.integers(len(specs)))
-            sel = sampler.sample(rng, 64, step)
+            i = int(rng.integers(len(scenes)))
+            sel = sampler.sample(rng, num_frames, step)
             frames = np.concatenate([sel.context, sel.target])
             imgs.append(np.stack([frame(i, f) for f in frames]))
-            ks.append(np.repeat(specs[i][2][None].astype(np.float32), len(frames), 0))
-            c2ws.append(specs[i][1][frames].astype(np.float32))
+            ks.append(scenes[i].intrinsics[frames].astype(np.float32))
+            c2ws.append(scenes[i].c2w[frames].astype(np.float32))
             idxs.append(frames)
         img = torch.from_numpy(np.stack(imgs).astype(np.float32) / 255.0).permute(0, 1, 4, 2, 3)
         K, c2w, idx = (torch.from_numpy(np.stack(a)) for a in (ks, c2ws, idxs))
@@ -160,6 +167,9 @@ def main():
                   flush=True)
         if (step + 1) % args.save_every == 0:
             save(step + 1)
+        if args.stop_at and step + 1 >= args.stop_at:
+            print(f"--stop_at: stopping after step {step + 1} of the {args.steps}-step schedule", flush=True)
+            break
         if time.time() - t0 > 60 * args.max_minutes:
             print(f"time limit: stopping after step {step + 1}", flush=True)
             break
