@@ -9,15 +9,20 @@ same budget"). Nothing of the official code is stored here; it is read from `--o
 
 Harness (as `tests/fixtures/globalsplat_train/make_official_trajectory.py`, whose stubs it reuses):
 Lightning -> a bare module with the optimizer loop written out (backward, clip 1.0, AdamW step,
-per-step scheduler); `gsplat.rasterization` -> `locojax.render.torch_reference.render_torch`
-(gsplat's torch projection with the CUDA compositing rule). The official perceptual term is
+per-step scheduler); `gsplat.rasterization` (CUDA) -> by default (`--rasterizer=jax`) the project's
+JAX rasterizer wrapped as a torch autograd op (`jax_rasterization` below; `--check_rasterizer` compares
+one step's loss and gradients against the other choice), or (`--rasterizer=torch`)
+`locojax.render.torch_reference.render_torch` (gsplat's torch projection with the CUDA compositing
+rule), which costs 15-30 s a step on the 2-core CPU once the Gaussians cover the image (after stage 0).
+The official perceptual term is
 `(e0 + VGG-19 feature errors) / 255`; without the user's ImageNet VGG-19 the feature errors are set
 to zero, leaving the pixel L1 `e0 / 255`: the same objective as `globalsplat_tiny`
 (`loss.perceptual_net = "pixel_l1"`).
 
 Data: the embedded synthetic training split that the port trains on (`--config`'s data settings:
 seed 0, `--train_scenes` of them at 64x64, 64 frames), read from the built TFDS dataset under
-$LOCOJAX_DATA_DIR (JPEG q95 frames, the same pixels as the port's pipeline); each step draws `--batch` scenes uniformly and views with
+$LOCOJAX_DATA_DIR (JPEG q95 frames, the same pixels as the port's pipeline); each step draws
+`--batch` scenes uniformly and views with
 the project's `GlobalSplatSampler` (2 context at the window ends, 4 targets inside a window of
 `--min_gap..--max_gap` frames), as the port's training pipeline does (same distribution, not the
 same draws). Writes `<out>/curve.json` (per-step loss / train PSNR / lr / time) and
@@ -27,6 +32,7 @@ same draws). Writes `<out>/curve.json` (per-step loss / train PSNR / lr / time) 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pathlib
 import sys
@@ -40,6 +46,65 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(FIXTURE))
 
 import make_official_trajectory as harness  # noqa: E402
+
+
+def jax_rasterization(torch):
+    """`gsplat.rasterization` for the official code, computed by the project's JAX rasterizer
+    (`locojax.render.rasterize_batch`, held to gsplat's torch pieces by tests/render/test_rasterize_vs_gsplat.py)
+    as a `torch.autograd.Function`: forward and VJP are jitted per Gaussian count. Capacities are exact
+    (every Gaussian may touch every tile: no pair can overflow; the overflow count is checked anyway).
+    Why: once Gaussians grow past stage 0 they cover whole 64x64 images and the torch compositor costs
+    15-30 s a step on this CPU (1 s in stage 0), which put 1000 official steps out of reach."""
+    import jax
+    import jax.numpy as jnp
+
+    from locojax.render.rasterize import rasterize_batch
+    from locojax.types import Camera, Gaussians
+
+    @functools.partial(jax.jit, static_argnames=("width", "height", "sh_degree", "near", "eps2d"))
+    def render(prim, viewmats, Ks, *, width, height, sh_degree, near, eps2d):
+        n = prim[0].shape[1]
+        tiles = -(-width // 16) * -(-height // 16)
+        out = rasterize_batch(Gaussians(*prim), Camera(viewmat=viewmats, K=Ks), width=width, height=height,
+                              sh_degree=sh_degree, near=near, eps2d=eps2d, tile_size=16,
+                              max_pairs=max(n * tiles, 1), tile_capacity=max(n, 1))
+        return (out.rgb, out.depth, out.alpha), out.overflow.sum()
+
+    @functools.partial(jax.jit, static_argnames=("width", "height", "sh_degree", "near", "eps2d"))
+    def render_vjp(prim, viewmats, Ks, cot, **kw):
+        _, vjp = jax.vjp(lambda p: render(p, viewmats, Ks, **kw)[0], prim)
+        return vjp(cot)[0]
+
+    to_j = lambda t: jnp.asarray(t.detach().cpu().numpy())
+    to_t = lambda a: torch.from_numpy(np.array(a))
+    overflow = {"pairs": 0}
+
+    class Raster(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, means, quats, scales, opacities, colors, viewmats, Ks, kw):
+            prim = tuple(to_j(t) for t in (means, quats, scales, opacities, colors))
+            cams = to_j(viewmats), to_j(Ks)
+            (rgb, depth, alpha), over = render(prim, *cams, **kw)
+            overflow["pairs"] += int(over)
+            ctx.saved = prim, cams, kw
+            return to_t(rgb), to_t(depth), to_t(alpha)
+
+        @staticmethod
+        def backward(ctx, g_rgb, g_depth, g_alpha):
+            prim, cams, kw = ctx.saved
+            grads = render_vjp(prim, *cams, (to_j(g_rgb), to_j(g_depth), to_j(g_alpha)), **kw)
+            return (*(to_t(g) for g in grads), None, None, None)
+
+    def rasterization(*, means, quats, scales, opacities, colors, viewmats, Ks, width, height, packed,
+                      render_mode, sh_degree, backgrounds, camera_model, eps2d, near_plane):
+        assert render_mode in ("RGB", "RGB+ED") and backgrounds is None and camera_model == "pinhole"
+        kw = dict(width=int(width), height=int(height), sh_degree=int(sh_degree), near=float(near_plane),
+                  eps2d=float(eps2d))
+        rgb, depth, alpha = Raster.apply(means, quats, scales, opacities, colors, viewmats, Ks, kw)
+        return (torch.cat([rgb, depth], -1) if render_mode == "RGB+ED" else rgb), alpha, {}
+
+    rasterization.overflow = overflow
+    return rasterization
 
 
 def main():
@@ -62,6 +127,13 @@ def main():
     ap.add_argument("--ramp", type=int, default=50)
     ap.add_argument("--num_latents", type=int, default=256)
     ap.add_argument("--sh_degree", type=int, default=0)
+    ap.add_argument("--rasterizer", choices=("jax", "torch"), default="jax",
+                    help="jax: the project's rasterizer as a torch autograd op; torch: gsplat's torch pieces")
+    ap.add_argument("--check_rasterizer", action="store_true",
+                    help="first compare the loss and gradients of the first batch under both rasterizers")
+    ap.add_argument("--init_weights", default="", help="start from this official state_dict (diagnosis only: "
+                    "the optimizer state is not restored)")
+    ap.add_argument("--start_step", type=int, default=0, help="with --init_weights: the schedule step to start at")
     args = ap.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -75,7 +147,9 @@ def main():
     sys.path.insert(0, args.official_root)
     import gsplat
 
-    gsplat.rasterization = harness.torch_rasterization(torch)
+    torch_raster = harness.torch_rasterization(torch)
+    jax_raster = jax_rasterization(torch)
+    gsplat.rasterization = jax_raster if args.rasterizer == "jax" else torch_raster
     from globalsplat.dataset.preprocessing import to_model_batch
     from globalsplat.loss import rendering_loss
     from globalsplat.model.globalsplat import GlobalSplat
@@ -102,6 +176,10 @@ def main():
     opt_cfg = module.configure_optimizers()
     opt, sched = opt_cfg["optimizer"], opt_cfg["lr_scheduler"]["scheduler"]
     params = [p for g in opt.param_groups for p in g["params"]]
+    if args.init_weights:
+        model.load_state_dict(torch.load(args.init_weights))
+    for _ in range(args.start_step):
+        sched.step()
 
     # The port's training split, read from the built TFDS dataset (JPEG q95 frames, exactly what
     # `experiments.train --config=globalsplat_tiny` trains on; built on first use if missing). Ray-casting
@@ -128,9 +206,34 @@ def main():
         torch.save(model.state_dict(), out / f"official_step{step}.pth")
         (out / "curve.json").write_text(json.dumps({"args": vars(args), **curve}))
 
+    def check_rasterizers(batch, step):
+        """Loss and gradients of one batch under gsplat's torch pieces and under the JAX rasterizer."""
+        rng_state, res = torch.get_rng_state(), {}
+        for name, raster in (("torch", torch_raster), ("jax", jax_raster)):
+            torch.set_rng_state(rng_state)  # the same subsets for the consistency term
+            gsplat.rasterization = raster
+            module.logged = {}
+            t = time.time()
+            loss = module.training_step(batch, step)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            res[name] = (float(loss), [p.grad.detach().clone() if p.grad is not None else None for p in params],
+                         time.time() - t)
+        gsplat.rasterization = jax_raster if args.rasterizer == "jax" else torch_raster
+        torch.set_rng_state(rng_state)
+        opt.zero_grad(set_to_none=True)
+        (lt, gt, st), (lj, gj, sj) = res["torch"], res["jax"]
+        pairs = [(a, b) for a, b in zip(gt, gj) if a is not None and b is not None]
+        num = sum(float((a - b).pow(2).sum()) for a, b in pairs) ** 0.5
+        den = sum(float(a.pow(2).sum()) for a, _ in pairs) ** 0.5
+        out = dict(step=step, loss_torch=lt, loss_jax=lj, loss_rel_diff=abs(lj - lt) / abs(lt),
+                   grad_norm_torch=den, grad_rel_diff=num / max(den, 1e-30), s_torch=st, s_jax=sj)
+        print("rasterizer check:", json.dumps(out), flush=True)
+        return out
+
     t0, c0 = time.time(), time.process_time()
-    step = 0
-    for step in range(args.steps):
+    step = args.start_step
+    for step in range(args.start_step, args.steps):
         imgs, ks, c2ws, idxs, n_ctx = [], [], [], [], 2
         for _ in range(args.batch):
             i = int(rng.integers(len(scenes)))
@@ -148,6 +251,8 @@ def main():
                           "index": idx[:, n_ctx:]}}
         batch = to_model_batch(raw)
         module.global_step = step
+        if args.check_rasterizer and step == args.start_step:
+            curve["raster_check"] = check_rasterizers(batch, step)
         module.logged = {}
         lr = opt.param_groups[0]["lr"]
         loss = module.training_step(batch, step)
@@ -174,6 +279,7 @@ def main():
             print(f"time limit: stopping after step {step + 1}", flush=True)
             break
     save(step + 1)
+    print(f"JAX rasterizer pair overflow (must be 0): {jax_raster.overflow['pairs']}")
     print(f"done: {step + 1} steps, {time.time() - t0:.0f}s wall, {time.process_time() - c0:.0f}s cpu")
 
 
