@@ -76,7 +76,14 @@ def count_flops(fn: Callable, *args: Any) -> FlopCount:
     """FLOPs of `fn(*args)` (args: arrays or jax.ShapeDtypeStruct; nothing is allocated or run)."""
     closed = jax.make_jaxpr(fn)(*args)
     abstract = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.in_avals]
-    xla = _xla_flops(jax.jit(jcore.jaxpr_as_fun(closed)).lower(*abstract))
+    return count_flops_traced(closed, jax.jit(jcore.jaxpr_as_fun(closed)).lower(*abstract))
+
+
+def count_flops_traced(closed, lowered) -> FlopCount:
+    """FLOPs from a jaxpr and its lowering, e.g. `t = jax.jit(f).trace(*args)`: `(t.jaxpr, t.lower())`,
+    so a benchmark that compiles `lowered` traces and lowers its function once. Nothing is compiled:
+    `Lowered.cost_analysis` analyses the unoptimised HLO (only the scan bodies are lowered again)."""
+    xla = _xla_flops(lowered)
     counts = {"scans": 0, "while_loops": 0}
     extra = _correction(closed.jaxpr, {}, counts)
     return FlopCount(flops=xla + extra, xla_flops=xla, **counts)

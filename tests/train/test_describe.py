@@ -96,3 +96,13 @@ def test_16k_json_reports_the_papers_parameter_count(capsys):
     assert d["num_params"] == 84_321_120 and d["num_trainable_params"] == 84_321_120
     assert d["num_gaussians"] == 16_384 and d["num_loss_network_params"] > 0  # LPIPS-VGG, frozen
     assert d["config"] == "globalsplat_16k"
+
+
+def test_flops_from_a_jit_trace_equal_count_flops():
+    """The benchmark's path (one trace and lowering, reused for compiling) gives count_flops' figure."""
+    from locojax.train.flops import count_flops_traced
+
+    fn = lambda x, w: jax.lax.scan(lambda c, _: (_layer(c, w), None), x, None, length=4)[0]
+    traced = jax.jit(fn).trace(X, X)
+    got, want = count_flops_traced(traced.jaxpr, traced.lower()), count_flops(fn, X, X)
+    assert (got.flops, got.xla_flops, got.scans) == (want.flops, want.xla_flops, want.scans) and got.scans == 1
