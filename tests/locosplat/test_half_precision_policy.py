@@ -74,18 +74,18 @@ def test_half_image_side_is_finite_close_to_float32_and_keeps_voxels_float32(mon
             assert bool(jnp.all(jnp.isfinite(leaf)))
     # Closeness: bfloat16 has a 2^-8 ~ 4e-3 unit roundoff; through the 12-block trunk, the CNN and the
     # multi-view transformer the error grows to ~1e-2 relative. Depth and the DPT features are
-    # continuous in those activations, so they are compared directly (5% median, 30% worst-pixel
+    # continuous in those activations, so they are compared directly (0.5% median, 5% worst-pixel
     # relative depth: a pixel whose matching distribution is flat can move its soft-argmax; features
-    # 10% of their scale). The Gaussians are NOT compared row by row: 1 mm
+    # 5% of their scale; each bound ~3-6x the error measured on XLA:CPU, bfloat16 eps being 7.8e-3). The Gaussians are NOT compared row by row: 1 mm
     # voxels (eq. 1) make the grouping discontinuous, a sub-millimetre depth change moves a point to
     # another voxel; their count is compared instead.
     d16, d32 = np.asarray(out16.depth.depth), np.asarray(out32.depth.depth)
     rel = np.abs(d16 - d32) / np.abs(d32)
     print("depth rel median/max", np.median(rel), rel.max())
-    assert np.median(rel) < 5e-2 and rel.max() < 3e-1, (np.median(rel), rel.max())
+    assert np.median(rel) < 5e-3 and rel.max() < 5e-2, (np.median(rel), rel.max())
     f16, f32 = np.asarray(out16.depth.dpt_features), np.asarray(out32.depth.dpt_features)
     print("features rel", np.abs(f16 - f32).max() / np.abs(f32).max())
-    assert np.abs(f16 - f32).max() < 1e-1 * np.abs(f32).max(), np.abs(f16 - f32).max() / np.abs(f32).max()
+    assert np.abs(f16 - f32).max() < 5e-2 * np.abs(f32).max(), np.abs(f16 - f32).max() / np.abs(f32).max()
     n16, n32 = int(s16.anchors.num_anchors[0]), int(s32.anchors.num_anchors[0])
     print("anchors", n16, n32)
     assert abs(n16 - n32) <= 0.1 * n32, (n16, n32)

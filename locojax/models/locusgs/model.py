@@ -108,6 +108,7 @@ class LocusModel:
             if cfg.anchors:
                 aux[f"anchors_{layer}"] = (jnp.einsum("bij,bnj->bni", frame[:, :3, :3], o.mu * inv_s[:, None, None])
                                            + frame[:, None, :3, 3])
+                aux[f"anchor_radii_{layer}"] = o.radius * inv_s[:, None]  # [B, N] world units, as the anchors
         last = cfg.supervised_layers[-1]
         extra = {layer_name(l): sets[l] for l in cfg.supervised_layers[:-1]} if train else {}
         aux["num_active_gaussians"] = jnp.full((b,), self.num_gaussians, jnp.int32)

@@ -76,6 +76,8 @@ def test_tiny_forward_and_loss(name):
     assert set(pred.extra) == ({"layer_2"} if name.startswith("locusgs") else set())
     if name.startswith("locusgs"):
         assert pred.aux["anchors_4"].dtype == jnp.float32
+        radii = np.asarray(pred.aux["anchor_radii_4"])
+        assert radii.shape == (1, 64) and radii.dtype == np.float32 and (radii >= 1e-3 / 2).all()
     assert np.isfinite(np.asarray(pred.gaussians.means)).all()
 
 
