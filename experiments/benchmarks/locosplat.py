@@ -24,8 +24,8 @@ targets between the context views). Reports (also trace + compile seconds and th
                not the trained model's figure) and the static capacity V*H*W rows
   GFLOP        encoder FLOPs (locojax.train.flops: XLA cost analysis with scan trip counts) and
                the achieved GFLOP/s, next to a float32 matmul's GFLOP/s on the same device
-Each scene: the first (compile) call excluded, then the median of --repeats calls; the figure is the
-median over --scenes scenes. Printed next to the paper's (Tables 6/7, RTX PRO 6000, deployed fp16
+One untimed warm-up call after compiling (scene 0), then per scene the median of --repeats calls;
+the figure is the median over --scenes scenes. Printed next to the paper's (Tables 6/7, RTX PRO 6000, deployed fp16
 path: encoder 33.0 / 62.9 / 137.4 ms, fp32 eager 56.9 ms at 6v; render 9.1 / 14.8 / 26.5 ms; peak
 1,081 / 1,695 / 2,925 MB). --precision sets model.depth.image_dtype: the paper's half-precision
 image side (trunk, CNN, multi-view transformer) with float32 warping, depth and 3D stage (B.1).
@@ -105,17 +105,23 @@ def synthetic_views(seed: int, views: int, targets: int, size: int, near: float,
     return (jax.tree_util.tree_map(lambda x: x[:, :views], v), jax.tree_util.tree_map(lambda x: x[:, views:], v))
 
 
-def _timed(fn, *args, repeats: int):
-    """(output, median seconds of `repeats` calls) after one untimed warm-up call."""
+def _timed(fn, *args, repeats: int, warmup: bool = True):
+    """(output, median seconds of `repeats` calls, seconds of the untimed warm-up call or None).
+    The warm-up (first call after compiling: allocation, thread pools) is needed once per compiled
+    function, not per scene: on a 2-core CPU one 24-view encoder call takes minutes."""
     import jax
 
-    out = jax.block_until_ready(fn(*args))
+    warm = None
+    if warmup:
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        warm = time.perf_counter() - t0
     times = []
     for _ in range(max(repeats, 1)):
         t0 = time.perf_counter()
         out = jax.block_until_ready(fn(*args))
         times.append(time.perf_counter() - t0)
-    return out, float(np.median(times))
+    return out, float(np.median(times)), warm
 
 
 def _xla_bytes(compiled) -> int | None:
@@ -218,8 +224,10 @@ def bench_views(views: int, args) -> dict:
     enc_ms, ren_ms, live, loads = [], [], [], []
     for scene in range(args.scenes):
         ctx, tgt = synthetic_views(scene, views, args.targets, args.resolution, near, far)
-        (g, num), sec = _timed(enc, params, ctx, repeats=args.repeats)
-        _, rsec = _timed(ren, g, tgt, repeats=args.repeats)
+        (g, num), sec, warm = _timed(enc, params, ctx, repeats=args.repeats, warmup=scene == 0)
+        _, rsec, rwarm = _timed(ren, g, tgt, repeats=args.repeats, warmup=scene == 0)
+        if scene == 0:
+            warm_s = {"encoder": warm, "render": rwarm}
         enc_ms.append(sec * 1e3)
         ren_ms.append(rsec * 1e3)
         live.append(int(np.asarray(num)[0]))
@@ -236,7 +244,7 @@ def bench_views(views: int, args) -> dict:
         "encoder_ms_per_scene": enc_ms, "render_ms_per_scene": ren_ms,
         "weights": weights, "encoder_trace_lower_s": enc_lower,
         "encoder_compile_s": enc_compile, "render_compile_s": ren_compile,
-        "load_per_scene": loads,
+        "load_per_scene": loads, "warmup_s": warm_s, "repeats": args.repeats, "scenes": args.scenes,
         "encoder_gflop": flops.flops / 1e9, "encoder_gflop_xla_uncorrected": flops.xla_flops / 1e9,
         "encoder_gflops_per_s": flops.flops / 1e9 / (enc_med / 1e3),
         "xla_encoder_mb": None if enc_b is None else enc_b / 1e6,
@@ -271,7 +279,7 @@ def run(args) -> dict:
 
     load0 = os.getloadavg()[0]
     a = jnp.asarray(np.random.default_rng(0).normal(size=(args.matmul, args.matmul)), jnp.float32)
-    _, mm_s = _timed(jax.jit(lambda x: x @ x), a, repeats=3)
+    _, mm_s, _ = _timed(jax.jit(lambda x: x @ x), a, repeats=3)
     matmul = 2.0 * args.matmul ** 3 / mm_s / 1e9
     report = {"device": str(jax.devices()[0].device_kind), "backend": jax.default_backend(),
               "cpu_count": os.cpu_count(), "matmul_gflops_per_s": matmul, "load_start": load0, "results": []}
