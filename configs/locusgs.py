@@ -147,6 +147,11 @@ def _tiny(config, anchors: bool):
         # With 16 per token and 2,000 steps: 19.82 dB (11.0 CPU-min).
         m.gaussians_per_token = 64
         config.total_steps = 3500
+    # tokengs_tiny keeps 16 per token: 64 gave 18.73 dB at 2,000 steps (14.6 CPU-min). Its centres stay
+    # at z ~ 1-1.5 (ground truth ~3-4) in the central ~20% of the image width as low-opacity ~5-8 px
+    # blobs (LocusGS: 5-8, over ~50% of the width, ~1.5 px); all start at the one point (0, 0, 1)
+    # (std-0.002 head, nearly equal tokens), so blurred blobs reach the mean colour before they spread.
+    # Curves and statistics: experiments/benchmarks/results/locusgs_tiny_issue15.json.
     config.batch_size = 2
     config.precision = "float32"
     config.log_every = 25
