@@ -1,7 +1,8 @@
 """TokenGS presets: the `locusgs` model family with the anchors off (configs/locusgs.py).
 
     tokengs_1024 / tokengs_base      218,871,040 params     tokengs_4096 / tokengs_finetune  222,016,768
-    tokengs_tiny                     the locusgs_tiny network without anchors, supervised (4,)
+    tokengs_tiny                     the locusgs_tiny network without anchors, supervised (4,), 16 Gaussians
+                                     per token, 2,000 steps (configs/locusgs.py:_tiny)
 Anchors off = no anchor parameters, z + 1 head offset, supervision at the last layer, no anchor L_vis.
 """
 

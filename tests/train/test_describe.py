@@ -96,3 +96,25 @@ def test_16k_json_reports_the_papers_parameter_count(capsys):
     assert d["num_params"] == 84_321_120 and d["num_trainable_params"] == 84_321_120
     assert d["num_gaussians"] == 16_384 and d["num_loss_network_params"] > 0  # LPIPS-VGG, frozen
     assert d["config"] == "globalsplat_16k"
+
+
+def test_flops_from_a_jit_trace_equal_count_flops():
+    """The benchmark's path (one trace and lowering, reused for compiling) gives count_flops' figure."""
+    from locojax.train.flops import count_flops_traced
+
+    fn = lambda x, w: jax.lax.scan(lambda c, _: (_layer(c, w), None), x, None, length=4)[0]
+    traced = jax.jit(fn).trace(X, X)
+    got, want = count_flops_traced(traced.jaxpr, traced.lower()), count_flops(fn, X, X)
+    assert (got.flops, got.xla_flops, got.scans) == (want.flops, want.xla_flops, want.scans) and got.scans == 1
+
+
+def test_cumulative_ops_count_one_op_per_element():
+    """XLA's HLO cost analysis counts a cumsum's whole-axis reduce_window as n(n-1) adds (quadratic:
+    most of LoCoSplat's 24-view encoder count before this correction); it runs in O(n)."""
+    n = 2000
+    xs = jax.ShapeDtypeStruct((3, n), jnp.int32)
+    got = count_flops(lambda x: jnp.cumsum(x, axis=1) + jax.lax.cummax(x, axis=0), xs)
+    assert got.xla_flops >= 3 * n * (n - 1)  # the quadratic count being corrected
+    assert got.cumulative == 2 and got.flops == pytest.approx(3 * 3 * n, abs=10)  # 2 ops + the add per element
+    inside = count_flops(lambda x: jax.lax.scan(lambda c, r: (c, jnp.cumsum(r)), 0, x)[1], xs)
+    assert inside.flops == pytest.approx(3 * n, abs=20) and inside.scans == 1
