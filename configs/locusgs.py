@@ -131,31 +131,20 @@ def _tiny(config, anchors: bool):
     # target frustum, sub-pixel, so no photometric gradient), and b2 = 0.999 then kept the step size at
     # ~lr * 0.002 for the photometric gradients (norm ~0.002) for ~1000 steps.
     _paper_training(config, finetune=False)
-    # Quickstart protocol, tokengs_tiny (2-core CPU shared with other jobs): the paper's peak lr 4e-4,
-    # 1,000 steps -> 18.33 dB held-out (6.1 CPU-min); 2e-3, 2,000 steps -> 18.82 dB (9.6 CPU-min;
-    # copy-nearest 19.93, mean colour 18.92); locusgs_tiny with these settings 19.82 dB (11.0 CPU-min).
-    # TokenGS's centres stay in a narrow cone around the z + 1 init (|x/z| ~ 0.06 median); a constant
-    # pose_scale 0.3 (scene depth ~1 unit, scale_max 0.09) put them at the right depth but not wider:
-    # 18.57 dB. The context frame puts the synthetic rooms at depth ~4-8 units (baselines 0.26-0.95 m).
+    # Departures for the CPU budget (runs: README, LocusGS and TokenGS): 5x the paper's peak lr for a
+    # 64-wide network trained 75x fewer steps; locusgs_tiny keeps the paper's 64 Gaussians per token
+    # (4,096, ~1 per pixel of a 64x64 view) and trains 3,500 steps, the ~30 CPU-minute budget of
+    # globalsplat_tiny; tokengs_tiny trains 2,000 steps with 16 per token (64 did not help it: all its
+    # Gaussians start at one point, (0, 0, 1), and stay a blurred blob at this budget).
     config.total_steps = 2000
-    config.optimizer.learning_rate = 2e-3  # 5x the paper's: a 64-wide network, 75x fewer steps
+    config.optimizer.learning_rate = 2e-3
     if anchors:
-        # locusgs_tiny: the paper's 64 Gaussians per token (4,096 in all, ~1 per pixel of a 64x64 view)
-        # and 3,500 steps (OneCycle scaled: warm-up 10%), the ~30 CPU-minute budget of globalsplat_tiny:
-        # 20.56 dB held-out (SSIM 0.381, LPIPS 0.725; 19.11 / 20.01 / 20.62 at steps 1000 / 2000 / 3000),
-        # 31.3 CPU-min on the shared 2-core CPU, against copy-nearest 19.93 and mean colour 18.92.
-        # With 16 per token and 2,000 steps: 19.82 dB (11.0 CPU-min).
         m.gaussians_per_token = 64
         config.total_steps = 3500
-    # tokengs_tiny keeps 16 per token: 64 gave 18.73 dB at 2,000 steps (14.6 CPU-min). Its centres stay
-    # at z ~ 1-1.5 (ground truth ~3-4) in the central ~20% of the image width as low-opacity ~5-8 px
-    # blobs (LocusGS: 5-8, over ~50% of the width, ~1.5 px); all start at the one point (0, 0, 1)
-    # (std-0.002 head, nearly equal tokens), so blurred blobs reach the mean colour before they spread.
-    # Curves and statistics: experiments/benchmarks/results/locusgs_tiny_issue15.json.
     config.batch_size = 2
     config.precision = "float32"
     config.log_every = 25
-    config.eval_every = 500 if anchors else 1000  # the curve above
+    config.eval_every = 500 if anchors else 1000  # a held-out curve along the longer run
     config.checkpoint_every = 500 if anchors else 1000
     config.optimizer.one_cycle_pct_start = 0.1
     # 1,024-4,096 Gaussians at 64x64 instead of 65,536 at 256x256: a cap 8x the official 0.075 keeps the
