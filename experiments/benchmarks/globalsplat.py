@@ -18,13 +18,13 @@ import argparse
 import io
 import json
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from experiments.benchmarks.process_memory import peak_rss_bytes
+from experiments.benchmarks.timing import matmul_gflops_per_s, timed
 
 
 def _parse(argv):
@@ -43,16 +43,6 @@ def _parse(argv):
     ap.add_argument("--matmul", type=int, default=2048, help="size of the reference square matmul")
     ap.add_argument("--out", default=None, help="also write the report as JSON here")
     return ap.parse_args(argv)
-
-
-def _timed(fn, *args, repeats: int):
-    out = jax.block_until_ready(fn(*args))  # compile + first run, excluded (paper 0.C.2)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return out, float(np.median(times))
 
 
 def _flops(jitted, *args) -> float:
@@ -138,18 +128,15 @@ def run(args) -> dict:
     print(f"{args.config}: {n_params:,} parameters, {model.num_gaussians:,} Gaussians", flush=True)
 
     encode = jax.jit(lambda p, c: model.predict(p, c, step=jnp.int32(0), train=False).gaussians)
-    gaussians, enc_s = _timed(encode, params, context, repeats=args.repeats)
+    gaussians, enc_s, _ = timed(encode, params, context, repeats=args.repeats)
     enc_flops = _flops(encode, params, context)
 
     cams = cameras_from_views(target)
     render = jax.jit(lambda g, c: rasterize_batch(g, c, width=r, height=r, sh_degree=3,
                                                   eps2d=float(config.render.get("eps2d", 0.3))).rgb)
-    _, render_s = _timed(render, gaussians, cams, repeats=args.repeats)
+    _, render_s, _ = timed(render, gaussians, cams, repeats=args.repeats)
 
-    a = jnp.asarray(rng.normal(size=(args.matmul, args.matmul)), jnp.float32)
-    mm = jax.jit(lambda x: x @ x)
-    _, mm_s = _timed(mm, a, repeats=max(args.repeats, 3))
-    mm_flops = 2.0 * args.matmul ** 3
+    matmul = matmul_gflops_per_s(args.matmul, repeats=max(args.repeats, 3))
 
     peak, peak_kind = _peak_memory_bytes()
     result = {
@@ -162,7 +149,7 @@ def run(args) -> dict:
         "peak_memory_gb": peak / 1e9, "peak_memory_kind": peak_kind,
         **{k: v_ for k, v_ in _disk_sizes(gaussians).items()},
         "encoder_gflop": enc_flops / 1e9, "encoder_gflops_per_s": enc_flops / enc_s / 1e9,
-        "matmul_gflops_per_s": mm_flops / mm_s / 1e9,
+        "matmul_gflops_per_s": matmul,
         "paper_a100": {"encoder_ms": 77.88, "peak_memory_gb": 1.79, "num_gaussians": 16384, "disk_mb": 3.8},
     }
     result["encoder_fraction_of_matmul"] = result["encoder_gflops_per_s"] / result["matmul_gflops_per_s"]

@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 from experiments.benchmarks.process_memory import peak_rss_bytes
+from experiments.benchmarks.timing import matmul_gflops_per_s, timed
 
 # Paper 000, Tables 6 and 7 (A.1 protocol, deployed fp16 path; fp32 eager only stated at 6 views).
 PAPER = {6: {"encoder_ms": 33.0, "encoder_fp32_ms": 56.9, "render_ms": 9.1, "peak_mb": 1081, "gaussians": 393_216},
@@ -105,25 +106,6 @@ def synthetic_views(seed: int, views: int, targets: int, size: int, near: float,
     return (jax.tree_util.tree_map(lambda x: x[:, :views], v), jax.tree_util.tree_map(lambda x: x[:, views:], v))
 
 
-def _timed(fn, *args, repeats: int, warmup: bool = True):
-    """(output, median seconds of `repeats` calls, seconds of the untimed warm-up call or None).
-    The warm-up (first call after compiling: allocation, thread pools) is needed once per compiled
-    function, not per scene: on a 2-core CPU one 24-view encoder call takes minutes."""
-    import jax
-
-    warm = None
-    if warmup:
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        warm = time.perf_counter() - t0
-    times = []
-    for _ in range(max(repeats, 1)):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return out, float(np.median(times)), warm
-
-
 def _xla_bytes(compiled) -> int | None:
     mem = compiled.memory_analysis()
     if mem is None:
@@ -185,7 +167,6 @@ def bench_views(views: int, args) -> dict:
     model = build(config)
     near, far = float(config.data.near), float(config.data.far)
     ctx, tgt = synthetic_views(0, views, args.targets, args.resolution, near, far)
-    c = ctx
     params, weights = random_params(model, ctx, args.params_cache)
     n_params = int(sum(x.size for x in jax.tree_util.tree_leaves(params)))
     param_bytes = int(sum(x.nbytes for x in jax.tree_util.tree_leaves(params)))
@@ -224,8 +205,8 @@ def bench_views(views: int, args) -> dict:
     enc_ms, ren_ms, live, loads = [], [], [], []
     for scene in range(args.scenes):
         ctx, tgt = synthetic_views(scene, views, args.targets, args.resolution, near, far)
-        (g, num), sec, warm = _timed(enc, params, ctx, repeats=args.repeats, warmup=scene == 0)
-        _, rsec, rwarm = _timed(ren, g, tgt, repeats=args.repeats, warmup=scene == 0)
+        (g, num), sec, warm = timed(enc, params, ctx, repeats=args.repeats, warmup=scene == 0)
+        _, rsec, rwarm = timed(ren, g, tgt, repeats=args.repeats, warmup=scene == 0)
         if scene == 0:
             warm_s = {"encoder": warm, "render": rwarm}
         enc_ms.append(sec * 1e3)
@@ -275,12 +256,9 @@ def _table(report) -> str:
 
 def run(args) -> dict:
     import jax
-    import jax.numpy as jnp
 
     load0 = os.getloadavg()[0]
-    a = jnp.asarray(np.random.default_rng(0).normal(size=(args.matmul, args.matmul)), jnp.float32)
-    _, mm_s, _ = _timed(jax.jit(lambda x: x @ x), a, repeats=3)
-    matmul = 2.0 * args.matmul ** 3 / mm_s / 1e9
+    matmul = matmul_gflops_per_s(args.matmul)
     report = {"device": str(jax.devices()[0].device_kind), "backend": jax.default_backend(),
               "cpu_count": os.cpu_count(), "matmul_gflops_per_s": matmul, "load_start": load0, "results": []}
     for v in str(args.views).split(","):

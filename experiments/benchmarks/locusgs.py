@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from experiments.benchmarks.timing import matmul_gflops_per_s, timed
 
 SETTINGS = {"dl3dv": (4, 256, 448), "re10k": (2, 256, 256)}
 PAPER_A100_MS = {("tokengs", "dl3dv"): 341.0, ("locusgs", "dl3dv"): 407.0}
@@ -52,16 +53,6 @@ def _views(v, h, w):
                  index=jnp.zeros((1, v), jnp.int32))
 
 
-def _median_time(fn, *args, repeats):
-    jax.block_until_ready(fn(*args))  # compile + first run, excluded
-    times = []
-    for _ in range(max(repeats, 1)):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def bench_one(name, setting, args) -> dict:
     import configs
     from locojax.models.locusgs import build
@@ -80,7 +71,7 @@ def bench_one(name, setting, args) -> dict:
     flops = count_flops(lambda p, c: model.predict(p, c).gaussians.means, params, ctx).flops
     print(f"{name} {setting}: {n_params:,} params, {model.num_gaussians:,} Gaussians, {flops / 1e9:.0f} GFLOP; timing",
           flush=True)
-    sec = _median_time(fwd, params, ctx, repeats=args.repeats)
+    _, sec, _ = timed(fwd, params, ctx, repeats=args.repeats)
     family = "locusgs" if config.model.anchors else "tokengs"
     out = {"config": name, "setting": setting, "views": v, "height": h, "width": w, "batch": 1,
            "dtype": str(config.precision), "overrides": list(args.set), "parameters": n_params,
@@ -92,11 +83,9 @@ def bench_one(name, setting, args) -> dict:
 
 
 def run(args) -> dict:
-    a = jnp.asarray(np.random.default_rng(0).normal(size=(args.matmul, args.matmul)), jnp.float32)
-    mm_s = _median_time(jax.jit(lambda x: x @ x), a, repeats=3)
     results = [bench_one(n, s, args) for n in args.configs.split(",") for s in args.settings.split(",")]
     report = {"device": str(jax.devices()[0].device_kind), "backend": jax.default_backend(),
-              "matmul_gflops_per_s": 2.0 * args.matmul ** 3 / mm_s / 1e9, "results": results}
+              "matmul_gflops_per_s": matmul_gflops_per_s(args.matmul), "results": results}
     for r in results:
         r["fraction_of_matmul"] = r["achieved_gflops_per_s"] / report["matmul_gflops_per_s"]
     print(json.dumps(report, indent=2), flush=True)
