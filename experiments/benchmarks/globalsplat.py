@@ -132,7 +132,7 @@ def run(args) -> dict:
     enc_flops = _flops(encode, params, context)
 
     cams = cameras_from_views(target)
-    render = jax.jit(lambda g, c: rasterize_batch(g, c, width=r, height=r, sh_degree=3,
+    render = jax.jit(lambda g, c: rasterize_batch(g, c, width=r, height=r, sh_degree=int(config.model.sh_degree),
                                                   eps2d=float(config.render.get("eps2d", 0.3))).rgb)
     _, render_s, _ = timed(render, gaussians, cams, repeats=args.repeats)
 
