@@ -7,27 +7,26 @@ directory and renames it when complete, so a run killed mid-save leaves the prev
 valid and the partial one ignored.
 
 A checkpoint that exists but cannot be read (a truncated or altered file) raises
-`CorruptCheckpointError`, one line naming the step and the earlier checkpoints; orbax's own noise
-(tensorstore callbacks printing "Event loop is closed" tracebacks from C++ threads, straight to file
-descriptor 2) is captured during the restore and dropped on failure, replayed on success.
+`CorruptCheckpointError`, one line naming the step and the earlier checkpoints. Every restore runs
+under `draining_loops.draining_event_loops()`: orbax stops at the first failed array read, and the
+reads still in flight are cancelled and awaited with their errors consumed before that error is
+raised, so they cannot print thousands of lines later (issue 27). Nothing is filtered from logging.
 `restore_latest_intact` (resume) moves a corrupt checkpoint aside to `DIR/checkpoints_corrupt/<step>`
 (never deletes it) and falls back to the previous one, saying so.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
-import sys
-import tempfile
 import threading
-import time
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+
+from locojax.train.draining_loops import draining_event_loops
 
 CHECKPOINT_DIR = "checkpoints"
 CORRUPT_DIR = "checkpoints_corrupt"
@@ -91,10 +90,11 @@ def abstract_with_shardings(abstract_state, shardings):
 def restore(manager, step: int, abstract_state, shardings):
     """(TrainState in `shardings`, data-iterator state dict) of checkpoint `step`."""
     target = abstract_with_shardings(abstract_state, shardings)
-    out = manager.restore(
-        int(step),
-        args=ocp.args.Composite(state=ocp.args.StandardRestore(target), data=ocp.args.JsonRestore()),
-    )
+    with draining_event_loops():
+        out = manager.restore(
+            int(step),
+            args=ocp.args.Composite(state=ocp.args.StandardRestore(target), data=ocp.args.JsonRestore()),
+        )
     return out["state"], out["data"]
 
 
@@ -109,54 +109,6 @@ def _first_line(e: BaseException, limit: int = 240) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-@contextlib.contextmanager
-def _captured_stderr_fd():
-    """Redirect file descriptor 2 to a temporary file for the block. Yields a dict whose "ok" the block
-    sets on success: then the captured text is written back to stderr; otherwise it is dropped (a
-    failed orbax restore leaves tensorstore threads printing tracebacks for a moment: wait for them)."""
-    flag = {"ok": False}
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):  # no real fd 2 (embedded interpreters): nothing to capture
-        flag["ok"] = True
-        yield flag
-        return
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield flag
-        finally:
-            if not flag["ok"]:
-                _drop_closed_loop_noise()
-                time.sleep(0.3)
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            if flag["ok"]:
-                tmp.seek(0)
-                text = tmp.read().decode(errors="replace")
-                if text:
-                    sys.stderr.write(text)
-
-
-def _drop_closed_loop_noise() -> None:
-    """After a failed restore, tensorstore callbacks that arrive on orbax's closed event loop raise
-    "Event loop is closed" in threads that cannot report it (sys.unraisablehook): ignore exactly those."""
-    previous = sys.unraisablehook
-    if getattr(previous, "_locojax_filter", False):
-        return
-
-    def hook(unraisable):
-        exc = unraisable.exc_value
-        if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
-            return
-        previous(unraisable)
-
-    hook._locojax_filter = True
-    sys.unraisablehook = hook
-
-
 def step_path(manager, step: int) -> str:
     return os.path.join(str(manager.directory), str(int(step)))
 
@@ -164,18 +116,15 @@ def step_path(manager, step: int) -> str:
 def restore_checked(manager, step: int, abstract_state, shardings, offer_earlier: bool = True):
     """`restore`, raising CorruptCheckpointError (one line: step, path, cause and, with
     `offer_earlier`, the earlier steps to try) when checkpoint `step` cannot be read."""
-    with _captured_stderr_fd() as quiet:
-        try:
-            out = restore(manager, step, abstract_state, shardings)
-        except Exception as e:  # noqa: BLE001 - any failure to read is reported the same way
-            earlier = sorted((s for s in manager.all_steps() if s < step), reverse=True)
-            offer = (f"; earlier checkpoints: {', '.join(map(str, earlier))} (e.g. --step={earlier[0]})"
-                     if earlier else "; no earlier checkpoint")
-            raise CorruptCheckpointError(
-                f"checkpoint step {step} ({step_path(manager, step)}) cannot be read: {_first_line(e)}"
-                f"{offer if offer_earlier else ''}", step, step_path(manager, step)) from e
-        quiet["ok"] = True
-    return out
+    try:
+        return restore(manager, step, abstract_state, shardings)
+    except Exception as e:  # noqa: BLE001 - any failure to read is reported the same way
+        earlier = sorted((s for s in manager.all_steps() if s < step), reverse=True)
+        offer = (f"; earlier checkpoints: {', '.join(map(str, earlier))} (e.g. --step={earlier[0]})"
+                 if earlier else "; no earlier checkpoint")
+        raise CorruptCheckpointError(
+            f"checkpoint step {step} ({step_path(manager, step)}) cannot be read: {_first_line(e)}"
+            f"{offer if offer_earlier else ''}", step, step_path(manager, step)) from e
 
 
 def move_aside(manager, workdir: str, step: int) -> str:
@@ -226,20 +175,19 @@ def restore_latest_intact(manager, workdir: str, abstract_state, shardings, log=
 def restore_raw_params(manager, step: int) -> dict:
     """The `params` sub-tree of checkpoint `step` as host numpy arrays, without a target structure
     (another run's checkpoint: its optimizer state may differ from ours)."""
-    with _captured_stderr_fd() as quiet:
-        try:
+    try:
+        with draining_event_loops():
             path = os.path.join(step_path(manager, step), "state")
             checkpointer = ocp.PyTreeCheckpointer()
             meta = checkpointer.metadata(path)
             tree = getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
             tree = getattr(tree, "tree", tree)
             restore_args = jax.tree_util.tree_map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree)
-            out = {"state": checkpointer.restore(path, args=ocp.args.PyTreeRestore(restore_args=restore_args))}
-        except Exception as e:  # noqa: BLE001
-            raise CorruptCheckpointError(f"checkpoint step {step} ({step_path(manager, step)}) cannot be "
-                                         f"read: {_first_line(e)}", step, step_path(manager, step)) from e
-        quiet["ok"] = True
-    return out["state"]["params"]
+            state = checkpointer.restore(path, args=ocp.args.PyTreeRestore(restore_args=restore_args))
+    except Exception as e:  # noqa: BLE001
+        raise CorruptCheckpointError(f"checkpoint step {step} ({step_path(manager, step)}) cannot be "
+                                     f"read: {_first_line(e)}", step, step_path(manager, step)) from e
+    return state["params"]
 
 
 class StopSignal:
