@@ -97,7 +97,7 @@ def _set_policy(policy) -> None:
         set_(policy)
 
 
-_active = {"depth": 0, "previous": None}
+_active = {"depth": 0, "previous": None}  # open blocks (all threads) and the policy they replaced
 
 
 @contextlib.contextmanager
@@ -116,5 +116,5 @@ def draining_event_loops() -> Iterator[None]:
         with _LOCK:
             _active["depth"] -= 1
             if _active["depth"] == 0:
-                _set_policy(_active.pop("previous"))
+                _set_policy(_active["previous"])
                 _active["previous"] = None
