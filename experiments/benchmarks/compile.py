@@ -27,23 +27,28 @@ TINY = ("locosplat_tiny", "globalsplat_tiny", "locusgs_tiny", "tokengs_tiny")
 
 
 def _timed_stages(jitted, *args) -> dict:
-    """trace / lower / compile seconds of `jitted` on abstract `args`."""
-    t0 = time.perf_counter()
+    """trace / lower / compile wall seconds of `jitted` on abstract `args`, and the process' CPU
+    seconds of each (`*_cpu`: all threads; less sensitive than wall time to other jobs on the box)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     traced = jitted.trace(*args)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     lowered = traced.lower()
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     compiled = lowered.compile()
-    t3 = time.perf_counter()
-    return dict(trace=t1 - t0, lower=t2 - t1, compile=t3 - t2, _compiled=compiled)
+    t3, c3 = time.perf_counter(), time.process_time()
+    return dict(trace=t1 - t0, lower=t2 - t1, compile=t3 - t2, trace_cpu=c1 - c0, lower_cpu=c2 - c1,
+                compile_cpu=c3 - c2, _compiled=compiled)
+
+
+STAGES = ("trace", "lower", "compile", "trace_cpu", "lower_cpu", "compile_cpu")
 
 
 def _sum(parts: dict) -> dict:
-    return {k: sum(p[k] for p in parts.values()) for k in ("trace", "lower", "compile")}
+    return {k: sum(p[k] for p in parts.values()) for k in STAGES}
 
 
 def measure(config, with_eval: bool = True) -> dict:
-    """{"train": {trace, lower, compile}, "eval": {... summed, "parts": {name: {...}}}} in seconds."""
+    """{"train": {trace, lower, compile, *_cpu}, "eval": {... summed, "parts": {name: {...}}}} in seconds."""
     import jax
     import jax.numpy as jnp
 
@@ -118,14 +123,14 @@ def bench(name: str, overrides, with_eval: bool, warm: bool) -> dict:
 def format_row(rec: dict) -> str:
     def cell(phase, part):
         m = rec.get(phase, {}).get(part)
-        return "-" if m is None else f"{m['trace']:.1f} + {m['lower']:.1f} | {m['compile']:.1f}"
+        return "-" if m is None else f"{m['trace']:.1f} / {m['lower']:.1f} / {m['compile']:.1f} ({m['compile_cpu']:.0f})"
 
     return (f"| {rec['config']} | {cell('cold', 'train')} | {cell('cold', 'eval')} | {cell('warm', 'train')} | "
             f"{cell('warm', 'eval')} | {rec.get('cache_entries', '-')} / {rec.get('warm_cache_hits', '-')} | "
             f"{rec['load_before']:.1f} / {rec['load_cold']:.1f} / {rec.get('load_warm', float('nan')):.1f} |")
 
 
-HEADER = ("| config | train cold: trace + lower \\| compile (s) | eval cold | train warm | eval warm | "
+HEADER = ("| config | train cold: trace / lower / compile s (compile CPU s) | eval cold | train warm | eval warm | "
           "cache entries / warm hits | load avg (1 min): start / cold / warm |\n|---|---|---|---|---|---|---|")
 
 
