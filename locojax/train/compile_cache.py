@@ -25,9 +25,9 @@ from typing import Optional
 
 ENV_VAR = "LOCOJAX_JAX_CACHE_DIR"
 DISABLED = ("", "off", "none", "false", "0")
-# Smaller than JAX's 1 s default so the evaluation's predict / render executables of the tiny presets
-# (0.5-5 s each on the 2-core box) are kept too; below that, reading the entry costs about what
-# compiling does.
+# Half JAX's 1 s default: the tiny presets' smaller evaluation executables (LPIPS, render + metrics at
+# 32-64 px) compile in about a CPU-second each, and a rerun should load them too. The many sub-0.5 s
+# executables (initialisation, eager ops) stay out of the directory.
 MIN_COMPILE_SECONDS = 0.5
 
 _lock = threading.Lock()
