@@ -1,7 +1,8 @@
 """python -m experiments.benchmark NAME [args]: dispatch to `experiments.benchmarks.NAME.main(argv)`.
 
 Each benchmark module lives in `experiments/benchmarks/NAME.py` (render, metrics, globalsplat, ...)
-and parses its own arguments (`python -m experiments.benchmark NAME --help`). Modules without
+and parses its own arguments (`python -m experiments.benchmark NAME --help`); every one also takes
+`--jax_cache_dir=DIR` (the persistent compilation cache; `off` disables). Modules without
 a `main` (e.g. process_memory) are helpers, not benchmarks.
 """
 
@@ -42,9 +43,22 @@ def main(argv=None) -> int:
         print(__doc__.strip() + "\n\nbenchmarks: " + (", ".join(names) or "(none yet)"))
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
+    # Every benchmark runs with the persistent compilation cache (locojax/train/compile_cache.py);
+    # --jax_cache_dir is taken here, and passed on through the environment to the module (and to any
+    # process it starts).
+    from locojax.train import compile_cache
+
+    for a in [a for a in rest if a.startswith("--jax_cache_dir=")]:
+        os.environ[compile_cache.ENV_VAR] = a.split("=", 1)[1]
+        rest.remove(a)
     if name not in names:
         print(f"error: unknown benchmark {name!r}; available: {', '.join(names) or '(none yet)'}",
               file=sys.stderr)
+        return 2
+    try:
+        compile_cache.enable()
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     module = importlib.import_module(f"experiments.benchmarks.{name}")
     rc = module.main(rest)

@@ -85,6 +85,7 @@ def parse(argv: Optional[Sequence[str]], define: Callable[[flags.FlagValues], No
     if any(a in ("--help", "-h", "--helpshort", "--helpfull") for a in argv):
         fv = flags.FlagValues()
         define(fv)
+        define_cache_flag(fv)
         if config != "none":
             define_config_flag(fv, [])
             _define_listing_flags(fv)
@@ -97,6 +98,7 @@ def parse(argv: Optional[Sequence[str]], define: Callable[[flags.FlagValues], No
     try:
         fv = flags.FlagValues()
         define(fv)
+        define_cache_flag(fv)
         holder = None
         if config != "none":
             _define_listing_flags(fv)
@@ -121,10 +123,21 @@ def parse(argv: Optional[Sequence[str]], define: Callable[[flags.FlagValues], No
         for name in _required(fv):
             if fv[name].value is None:
                 raise ConfigError(f"--{name} is required")
-    except (flags.Error, ConfigError) as e:
+        from locojax.train import compile_cache
+
+        compile_cache.enable(fv["jax_cache_dir"].value)
+    except (flags.Error, ConfigError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return Args(fv, cfg)
+
+
+def define_cache_flag(fv: flags.FlagValues) -> None:
+    """`--jax_cache_dir`, which every entry point takes (locojax/train/compile_cache.py)."""
+    flags.DEFINE_string("jax_cache_dir", None,
+                        "persistent XLA compilation cache directory ('' or 'off' disables; default "
+                        "$LOCOJAX_JAX_CACHE_DIR, else $JAX_COMPILATION_CACHE_DIR, else "
+                        "$XDG_CACHE_HOME/locojax/jax-cache or ~/.cache/locojax/jax-cache)", flag_values=fv)
 
 
 REQUIRED = "(required)"

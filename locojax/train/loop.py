@@ -20,6 +20,7 @@ import numpy as np
 
 from locojax.models.registry import build_model
 from locojax.train import checkpoint as ckpt
+from locojax.train import compile_cache
 from locojax.train import sharding as shd
 from locojax.train.evaluate import DIAG_PREFIX, Evaluator, format_lpips, summarize, write_results
 from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save_png
@@ -134,6 +135,25 @@ def run_evaluation(run: Run, evaluator: Evaluator, params, step: int, data: Data
     return summary
 
 
+def _report_first_step(metrics, t_setup: float, counts0: dict, is_main: bool, progress, logger, step: int) -> None:
+    """Time to the first step's result (the step-0 evaluation and the compile included), JAX's trace /
+    lower / compile seconds so far and what the persistent compilation cache served, written to
+    metrics.jsonl (split "setup") and printed (locojax/train/compile_cache.py)."""
+    jax.block_until_ready(metrics)
+    seconds = time.time() - t_setup
+    counts = {k: v - counts0[k] for k, v in compile_cache.counts().items()}
+    if is_main:
+        logger.write(dict(step=step, split="setup", first_step_seconds=seconds, compile_cache_hits=counts["hits"],
+                          compile_cache_writes=counts["writes"], trace_seconds=counts["trace_seconds"],
+                          lower_seconds=counts["lower_seconds"], compile_seconds=counts["compile_seconds"]),
+                     prefix="setup")
+        progress.message(f"first step done {seconds:.1f} s after setup (step-0 evaluation included); so far "
+                         f"tracing {counts['trace_seconds']:.1f} s, lowering {counts['lower_seconds']:.1f} s, "
+                         f"XLA compile {counts['compile_seconds']:.1f} s; compilation cache "
+                         f"{jax.config.jax_compilation_cache_dir or 'off'}: {counts['hits']} executables loaded, "
+                         f"{counts['writes']} written")
+
+
 def _close(iterator) -> None:
     if hasattr(iterator, "close"):
         iterator.close()
@@ -177,6 +197,7 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     model / data default to `build_model(config)` / the data pipelines; `hooks` are called as
     hook(step_done, state, metrics) after every step (device arrays; tests, profiling).
     """
+    counts0 = compile_cache.counts()  # this run's share of the process' compilation counters
     workdir = os.path.abspath(workdir)
     data = default_data_source() if data is None else data
     is_main = jax.process_index() == 0
@@ -253,6 +274,7 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
         ckpt.save(manager, step, state, data_state(), metrics)
 
     last_eval = None
+    t_setup = time.time()
     if start == 0:
         last_eval = run_evaluation(run, evaluator, state.params, 0, data, logger, workdir, protocol, progress)
     max_bad = int(config.max_consecutive_nonfinite)
@@ -266,6 +288,8 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
                 batch = shd.global_batch(next(train_iter), run.mesh)
                 state, metrics = step_fn(state, batch)
                 done = step + 1
+                if step == start:
+                    _report_first_step(metrics, t_setup, counts0, is_main, progress, logger, done)
                 steps_since += 1
                 progress.update(done)
                 for hook in hooks:

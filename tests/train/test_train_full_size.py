@@ -61,6 +61,7 @@ def test_globalsplat_16k_step_compiles_ahead_of_time(tmp_path):
     # Not through the suite's persistent compilation cache: no other test reuses this executable,
     # and serializing it only adds to the compile's memory and time.
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    env["LOCOJAX_JAX_CACHE_DIR"] = "off"  # nor the user's default one (locojax/train/compile_cache.py)
     cmd = [sys.executable, "-m", "experiments.benchmark", "train_step", "--config=globalsplat_16k",
            "--config.batch_size=1", "--steps=0", f"--json={out}"]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800)

@@ -23,6 +23,9 @@ from train_toy_setup import final_params_path, toy_config, toy_data, toy_model  
 
 
 def main(argv):
+    from locojax.train import compile_cache
+
+    compile_cache.enable()  # as every entry point (experiments/cli.py): $LOCOJAX_JAX_CACHE_DIR, ...
     if os.environ.get("TOY_COORDINATOR"):  # multi-process test: one process per "host"
         try:  # cross-process CPU collectives (the default in newer jax, an option in older ones)
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
