@@ -180,7 +180,11 @@ def check_scene(scene, points=None, num_pairs: int = 3, marks: int = 10) -> tupl
               "epipolar_error_px": float(np.median(np.concatenate(all_dist))) if all_dist else None}
     if points is not None and len(points.observations):
         err = reprojection_errors(c2w, scene.intrinsics, w, h, points)
-        report["reprojection_error_px"] = float(np.mean(err))
+        front = np.isfinite(err)
+        # A point behind the camera that observed it has no projection: counted apart (a flipped z axis
+        # puts every point behind).
+        report["reprojection_error_px"] = float(np.mean(err[front])) if front.any() else None
+        report["fraction_behind_camera"] = float(1.0 - front.mean())
         report["num_observations"] = int(len(err))
         shown_frames = sorted(set(np.linspace(0, n - 1, 2 * num_pairs).round().astype(int).tolist()))
         obs = points.observations
@@ -200,7 +204,7 @@ def check_scene(scene, points=None, num_pairs: int = 3, marks: int = 10) -> tupl
                     draw.line([(q[0] * scale, q[1] * scale), (p[0] * scale, p[1] * scale)], fill=(255, 255, 0))
                     _dot(draw, p, scale, (255, 0, 0), 2)
                 _dot(draw, q, scale, (0, 255, 0), 2)
-            frame_err = float(np.mean(err[sel])) if sel.any() else float("nan")
+            frame_err = float(np.mean(err[sel & np.isfinite(err)])) if (sel & np.isfinite(err)).any() else float("nan")
             draw.text((4, 4), f"frame {f}: sparse points, mean error {frame_err:.2f} px", fill=(255, 255, 255))
             tiles.append(tile)
         for k in range(0, len(tiles), 2):
@@ -212,7 +216,9 @@ def check_scene(scene, points=None, num_pairs: int = 3, marks: int = 10) -> tupl
             picture.paste(tile, (c * tile_w, 24 + r * tile_h))
     title = f"{scene.key}: epipolar {report['epipolar_error_px'] if report['epipolar_error_px'] is None else round(report['epipolar_error_px'], 2)} px"
     if "reprojection_error_px" in report:
-        title += f", reprojection {report['reprojection_error_px']:.2f} px"
+        rep = report["reprojection_error_px"]
+        title += (f", reprojection {'-' if rep is None else f'{rep:.2f}'} px, "
+                  f"{100 * report['fraction_behind_camera']:.0f}% of points behind their camera")
     ImageDraw.Draw(picture).text((4, 6), title, fill=(255, 255, 255))
     return picture, report
 
