@@ -23,7 +23,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 from PIL import Image, ImageDraw
