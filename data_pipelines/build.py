@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -71,13 +72,14 @@ def _build(p, args) -> int:
         if source != str(Path(args.manual_dir).resolve()):
             raise ValueError(f"{builder.data_dir} already holds the {args.dataset} import of {source}; nothing was "
                              f"changed: import {args.manual_dir} into another --data_dir (or delete that folder)")
-    created = [d for d in Path(str(builder.data_dir)).parents if not d.exists()]
+    downloads = Path(data_dir) / "downloads"  # TFDS's download folder, made even for manual datasets
+    created = [d for d in [downloads, *Path(str(builder.data_dir)).parents] if not d.exists()]
     try:
         datasets.ensure_built(args.dataset, builder, manual_dir=args.manual_dir)
     except Exception:
-        for d in created:  # TFDS removed its temporary folder; drop the empty parents it made
-            if d.is_dir() and not any(d.iterdir()):
-                d.rmdir()
+        for d in created:  # TFDS removed its temporary folder; drop the empty folders this build made
+            if d.is_dir() and not any(p.is_file() for p in d.rglob("*")):
+                shutil.rmtree(d)
         raise
     report = {"dataset": args.dataset, "data_dir": str(builder.data_dir), "already_built": already,
               "seconds": round(time.time() - start, 1),
