@@ -169,6 +169,8 @@ def test_bad_input_is_one_line_and_touches_nothing(tmp_path, scene, capsys, case
     assert named in err and file in err, err
     assert tree_digest(tmp_path / "out") == before
     assert not (tmp_path / "out" / f"locojax_{dataset}").exists() or dataset == good_dataset
+    assert build(dataset, src, tmp_path / "fresh") == 1
+    assert not (tmp_path / "fresh").exists()  # a failed import into a new --data_dir leaves nothing
 
 
 def test_existing_import_is_never_replaced_by_another_source(tmp_path, scene, capsys):
