@@ -9,7 +9,7 @@ from __future__ import annotations
 import ml_collections
 from ml_collections import FieldReference
 
-DATASETS = ("synthetic", "re10k", "acid", "dl3dv", "scannet")
+DATASETS = ("synthetic", "re10k", "acid", "dl3dv", "scannet", "colmap", "transforms")
 
 
 def default_data_config() -> ml_collections.ConfigDict:

@@ -4,7 +4,8 @@ near/far (metres, or the dataset's units): synthetic 0.5 / 15 (data_pipelines/sy
 re10k and acid 1 / 100 (pixelSplat's dataset config; VolSplat trains RE10K with 0.5 / 100 -- set
 config.data.near to match it); dl3dv 1 / 100 (assumed like RE10K: not verified against DepthSplat's
 DL3DV config); scannet 0.5 / 15
-(FreeSplat's evaluation). `config.data.near` / `.far` override them.
+(FreeSplat's evaluation); colmap and transforms (users' own scenes, any units) 0.5 / 100, a wide
+default: the build prints the sparse points' depth range, and `config.data.near` / `.far` override them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ NEAR_FAR = {
     "acid": (1.0, 100.0),
     "dl3dv": (1.0, 100.0),
     "scannet": (0.5, 15.0),
+    "colmap": (0.5, 100.0),
+    "transforms": (0.5, 100.0),
 }
 # Resize applied before the crop shim (FreeSplat resizes ScanNet frames to 640x480 first).
 PRE_RESIZE = {"scannet": (480, 640)}
@@ -61,8 +64,9 @@ def synthetic_config_from(config=None):
                             size, size, int(get("synthetic_num_frames")), int(get("synthetic_seed")))
 
 
-def make_builder(name: str, data_dir: str, config=None, synthetic=None):
-    """The TFDS builder instance for dataset `name` under `data_dir` (nothing is built here)."""
+def make_builder(name: str, data_dir: str, config=None, synthetic=None, normalize: str = "none"):
+    """The TFDS builder instance for dataset `name` under `data_dir` (nothing is built here).
+    `normalize` (colmap, transforms) is the scene normalisation of a new import."""
     check_dataset(name)
     if name == "synthetic":
         from data_pipelines.builders import synthetic as syn
@@ -73,6 +77,10 @@ def make_builder(name: str, data_dir: str, config=None, synthetic=None):
         from data_pipelines.builders import chunks
 
         return chunks.BUILDERS[name](data_dir=data_dir)
+    if name in ("colmap", "transforms"):
+        from data_pipelines.builders import own_scenes
+
+        return own_scenes.BUILDERS[name](data_dir=data_dir, normalize=normalize)
     from data_pipelines.builders import scannet
 
     return scannet.LocojaxScannet(data_dir=data_dir)
