@@ -13,6 +13,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from locojax.render.binning import bin_gaussians, tile_grid
 from locojax.render.composite import composite_tiles
+from locojax.render.pallas import mosaic_composite
 from locojax.render.pallas.mosaic_composite import composite_tiles_mosaic
 from locojax.render.pallas.mosaic_layout import chunk_layout
 from locojax.render.projection import project_gaussians
@@ -148,14 +149,23 @@ def test_mosaic_matches_xla_composite_and_float64(base, case):
 
 
 @pytest.mark.long_running
-def test_tpu_interpreter_finds_no_races_and_no_uninitialised_reads(base):
+def test_tpu_interpreter_finds_no_races_and_no_uninitialised_reads(base, monkeypatch):
     """The TPU interpreter (`pltpu.InterpretParams`) simulates the DMAs and semaphores, runs the
     "parallel" grid on two simulated cores with race detection, raises on out-of-bounds reads and
     fills never-written memory with NaN: the saturating case covers the early stop with a prefetch
-    in flight and the zero-filled chunks of the backward."""
+    in flight and the zero-filled chunks of the backward; rows split over two kernel calls cover the
+    backward's partials threaded through `input_output_aliases`."""
     from jax._src.pallas.mosaic.interpret import interpret_pallas_call
 
+    monkeypatch.setattr(mosaic_composite, "ROWS_PER_CALL", 4)  # 6 rows: two calls each way
     table, ids, starts, limits, origins = _cases(base)["0.999 clamp and saturation"]
+    # Two tiles (the second half outside the image) with their lists packed into a short `ids`: the
+    # interpreter's time grows with the size of the HBM buffers it simulates.
+    rows = np.array([0, 1, 2, 3, 8, 9])
+    starts, limits, origins = np.asarray(starts)[rows], np.asarray(limits)[rows], origins[rows]
+    ids = jnp.asarray(np.concatenate([np.asarray(ids)[a: a + n] for a, n in zip(starts, limits)]))
+    starts = jnp.asarray(np.cumsum(limits) - limits, jnp.int32)
+    limits = jnp.asarray(limits)
     inside = inside_mask(origins)
     rng = np.random.default_rng(1)
     cts = (jnp.asarray(rng.normal(size=(4,) + inside.shape) * inside, jnp.float32),
@@ -215,7 +225,10 @@ def test_mosaic_lowers_for_tpu():
     """`jax.export` for ("tpu",) of the forward and of value_and_grad on this CPU host: Pallas lowers
     both kernels to Mosaic (block-shape and indexing rules included); Mosaic's own compile runs only
     on a TPU."""
-    n, m, r = 4096, 32768, 4 * 1024  # a 256 x 256 image's sub-tile rows
+    # The issue's largest rasterizer case: 393,216 Gaussians x 8 views at 256 x 256, default
+    # capacities (2M pairs per image, 4 sub-tile lists each): 32768 rows, so two calls each way.
+    views = 8
+    n, m, r = 393216 * views, views * 4 * 2 * 256 * 4096, views * 4096
     spec = lambda shape, dtype=jnp.float32: jax.ShapeDtypeStruct(shape, dtype)
     args = (spec((n + 1, 10)), spec((m,), jnp.int32), spec((r,), jnp.int32), spec((r,), jnp.int32),
             spec((r, 2), jnp.int32))
@@ -224,5 +237,7 @@ def test_mosaic_lowers_for_tpu():
     fwd = jax.export.export(jax.jit(f), platforms=("tpu",))(*args)
     vg = jax.export.export(jax.jit(jax.value_and_grad(loss)), platforms=("tpu",))(*args)
     assert fwd.platforms == ("tpu",) and vg.platforms == ("tpu",)
-    assert fwd.mlir_module().count("tpu_custom_call") == 1
-    assert vg.mlir_module().count("tpu_custom_call") == 2  # forward and backward kernels
+    calls = -(-r // mosaic_composite.ROWS_PER_CALL)
+    assert calls == 2
+    assert fwd.mlir_module().count("tpu_custom_call") == calls
+    assert vg.mlir_module().count("tpu_custom_call") == 2 * calls  # forward and backward kernels

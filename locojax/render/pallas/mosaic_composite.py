@@ -39,6 +39,10 @@ from locojax.render.projection import ALPHA_THRESHOLD
 # Columns of the per-row [P, OUT_COLS] blocks: r, g, b, z sums then final T (forward); the four
 # colour cotangents, sum_c g_c rgbz_c and g_T T_final (backward input).
 OUT_COLS = 8
+# Rows per kernel call. Each call scalar-prefetches 4 int32 per row into SMEM (1 MiB up to v6e):
+# 16384 rows take 256 KiB, and larger batches (tokengs_4096: 256 images x 4096 sub-tiles) are
+# split into several calls instead of overflowing it.
+ROWS_PER_CALL = 16384
 
 
 def _lane(shape):
@@ -175,8 +179,9 @@ def _forward_kernel(cstart_ref, nch_ref, ox_ref, oy_ref, geom_ref, attrs_hbm, ou
     out_ref[0] = out[:, :OUT_COLS]
 
 
-def _backward_kernel(cstart_ref, nch_ref, ox_ref, oy_ref, geom_ref, gin_ref, attrs_hbm, grads_hbm, buf, gbuf,
-                     sems, out_sem, *, width, height):
+def _backward_kernel(cstart_ref, nch_ref, ox_ref, oy_ref, geom_ref, gin_ref, attrs_hbm, grads_in_hbm, grads_hbm,
+                     buf, gbuf, sems, out_sem, *, width, height):
+    del grads_in_hbm  # aliased to grads_hbm: the calls for earlier row groups wrote their chunks there
     r = pl.program_id(0)
     lx, ly, ox, oy, inside = _row_geometry(geom_ref, ox_ref, oy_ref, r, width, height)
     lanes = lx.shape[1]
@@ -234,30 +239,38 @@ def _pixel_geometry(tile_size: int, lanes: int):
     return jnp.broadcast_to(xy[:, :, None], xy.shape + (lanes,))
 
 
-def _row_scalars(layout, origins):
-    return (layout.chunk_start, layout.num_chunks, origins[:, 0].astype(jnp.int32),
-            origins[:, 1].astype(jnp.int32))
+def _row_groups(num_rows: int):
+    """Row ranges of the kernel calls: every call prefetches 4 int32 scalars per row into SMEM."""
+    return [(r0, min(num_rows, r0 + ROWS_PER_CALL)) for r0 in range(0, num_rows, ROWS_PER_CALL)]
+
+
+def _row_scalars(layout, origins, r0, r1):
+    return (layout.chunk_start[r0:r1], layout.num_chunks[r0:r1], origins[r0:r1, 0].astype(jnp.int32),
+            origins[r0:r1, 1].astype(jnp.int32))
 
 
 def _forward(table, origins, layout, *, tile_size, width, height, lanes, interpret):
     num_rows, npix = origins.shape[0], tile_size * tile_size
     attrs = gather_chunks(table, layout.src, lanes)
     geom = _pixel_geometry(tile_size, lanes)
-    grid_spec = pltpu.PrefetchScalarGridSpec(
-        num_scalar_prefetch=4,
-        grid=(num_rows,),
-        in_specs=[pl.BlockSpec(geom.shape, lambda r, *_: (0, 0, 0)), pl.BlockSpec(memory_space=pl.ANY)],
-        out_specs=pl.BlockSpec((1, npix, OUT_COLS), lambda r, *_: (r, 0, 0)),
-        scratch_shapes=[pltpu.VMEM((2, ATTR_ROWS, lanes), jnp.float32), pltpu.SemaphoreType.DMA((2,))],
-    )
-    out = pl.pallas_call(
-        partial(_forward_kernel, width=width, height=height),
-        out_shape=jax.ShapeDtypeStruct((num_rows, npix, OUT_COLS), jnp.float32),
-        grid_spec=grid_spec,
-        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
-        interpret=interpret,
-        name="locojax_composite_fwd",
-    )(*_row_scalars(layout, origins), geom, attrs)
+    outs = []
+    for r0, r1 in _row_groups(num_rows):
+        grid_spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=4,
+            grid=(r1 - r0,),
+            in_specs=[pl.BlockSpec(geom.shape, lambda r, *_: (0, 0, 0)), pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=pl.BlockSpec((1, npix, OUT_COLS), lambda r, *_: (r, 0, 0)),
+            scratch_shapes=[pltpu.VMEM((2, ATTR_ROWS, lanes), jnp.float32), pltpu.SemaphoreType.DMA((2,))],
+        )
+        outs.append(pl.pallas_call(
+            partial(_forward_kernel, width=width, height=height),
+            out_shape=jax.ShapeDtypeStruct((r1 - r0, npix, OUT_COLS), jnp.float32),
+            grid_spec=grid_spec,
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+            interpret=interpret,
+            name="locojax_composite_fwd",
+        )(*_row_scalars(layout, origins, r0, r1), geom, attrs))
+    out = outs[0] if len(outs) == 1 else jnp.concatenate(outs, 0)
     return jnp.moveaxis(out[..., :4], -1, 0), out[..., 4]
 
 
@@ -268,25 +281,29 @@ def _backward(table, origins, layout, rgbz, t_final, g_rgbz, g_t, *, tile_size, 
     geom = _pixel_geometry(tile_size, lanes)
     g_total = jnp.sum(g_rgbz * rgbz, 0)  # sum_i w_i v_i per pixel, [R, P]
     gin = jnp.concatenate([jnp.moveaxis(g_rgbz, 0, -1), g_total[..., None], (g_t * t_final)[..., None],
-                           jnp.zeros((num_rows, npix, OUT_COLS - 6), jnp.float32)], -1)
-    grid_spec = pltpu.PrefetchScalarGridSpec(
-        num_scalar_prefetch=4,
-        grid=(num_rows,),
-        in_specs=[pl.BlockSpec(geom.shape, lambda r, *_: (0, 0, 0)),
-                  pl.BlockSpec((1, npix, OUT_COLS), lambda r, *_: (r, 0, 0)),
-                  pl.BlockSpec(memory_space=pl.ANY)],
-        out_specs=pl.BlockSpec(memory_space=pl.ANY),
-        scratch_shapes=[pltpu.VMEM((2, ATTR_ROWS, lanes), jnp.float32), pltpu.VMEM((ATTR_ROWS, lanes), jnp.float32),
-                        pltpu.SemaphoreType.DMA((2,)), pltpu.SemaphoreType.DMA(())],
-    )
-    partials = pl.pallas_call(
-        partial(_backward_kernel, width=width, height=height),
-        out_shape=jax.ShapeDtypeStruct(attrs.shape, jnp.float32),
-        grid_spec=grid_spec,
-        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
-        interpret=interpret,
-        name="locojax_composite_bwd",
-    )(*_row_scalars(layout, origins), geom, gin.astype(jnp.float32), attrs)
+                           jnp.zeros((num_rows, npix, OUT_COLS - 6), jnp.float32)], -1).astype(jnp.float32)
+    partials = jnp.zeros(attrs.shape, jnp.float32)
+    for r0, r1 in _row_groups(num_rows):
+        grid_spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=4,
+            grid=(r1 - r0,),
+            in_specs=[pl.BlockSpec(geom.shape, lambda r, *_: (0, 0, 0)),
+                      pl.BlockSpec((1, npix, OUT_COLS), lambda r, *_: (r, 0, 0)),
+                      pl.BlockSpec(memory_space=pl.ANY), pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=pl.BlockSpec(memory_space=pl.ANY),
+            scratch_shapes=[pltpu.VMEM((2, ATTR_ROWS, lanes), jnp.float32),
+                            pltpu.VMEM((ATTR_ROWS, lanes), jnp.float32),
+                            pltpu.SemaphoreType.DMA((2,)), pltpu.SemaphoreType.DMA(())],
+        )
+        partials = pl.pallas_call(
+            partial(_backward_kernel, width=width, height=height),
+            out_shape=jax.ShapeDtypeStruct(attrs.shape, jnp.float32),
+            grid_spec=grid_spec,
+            input_output_aliases={7: 0},  # partials: 4 scalar operands, geom, gin, attrs, partials
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+            interpret=interpret,
+            name="locojax_composite_bwd",
+        )(*_row_scalars(layout, origins, r0, r1), geom, gin[r0:r1], attrs, partials)
     return scatter_chunks(partials, layout, table.shape[0], table.shape[1])
 
 
