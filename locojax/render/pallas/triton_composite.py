@@ -136,23 +136,25 @@ def _forward_kernel(table_ref, ids_ref, starts_ref, limits_ref, origins_ref,
         alive = jnp.max(jnp.where(inside & (done == 0), 1, 0).astype(jnp.int32))
         return (k * chunk < limit) & (alive > 0)
 
-    def body(c):
+    def entry(j, c):
         k, t, done, acc_r, acc_g, acc_b, acc_z, count = c
-        for j in range(chunk):
-            e = k * chunk + j
-            gid = _entry(table_ref, ids_ref, start, limit, e, num_ids, sentinel)
-            a = _attrs(table_ref, gid)
-            _, _, _, _, alpha, valid = _alpha(a, fox, foy, lx, ly)
-            next_t = t * (1.0 - alpha)
-            live = valid & (done == 0)
-            used = live & (next_t > T_STOP)
-            done = jnp.where(live & (next_t <= T_STOP), 1, done)
-            w = jnp.where(used, alpha * t, 0.0)
-            acc_r, acc_g, acc_b, acc_z = (acc_r + w * a[6], acc_g + w * a[7], acc_b + w * a[8],
-                                          acc_z + w * a[9])
-            t = jnp.where(used, next_t, t)
-            count = jnp.where(used, e + 1, count)
-        return k + 1, t, done, acc_r, acc_g, acc_b, acc_z, count
+        e = k * chunk + j
+        gid = _entry(table_ref, ids_ref, start, limit, e, num_ids, sentinel)
+        a = _attrs(table_ref, gid)
+        _, _, _, _, alpha, valid = _alpha(a, fox, foy, lx, ly)
+        next_t = t * (1.0 - alpha)
+        live = valid & (done == 0)
+        used = live & (next_t > T_STOP)
+        done = jnp.where(live & (next_t <= T_STOP), 1, done)
+        w = jnp.where(used, alpha * t, 0.0)
+        acc_r, acc_g, acc_b, acc_z = (acc_r + w * a[6], acc_g + w * a[7], acc_b + w * a[8], acc_z + w * a[9])
+        t = jnp.where(used, next_t, t)
+        count = jnp.where(used, e + 1, count)
+        return k, t, done, acc_r, acc_g, acc_b, acc_z, count
+
+    def body(c):
+        c = jax.lax.fori_loop(0, chunk, entry, c)
+        return (c[0] + 1,) + c[1:]
 
     init = (jnp.int32(0), zeros + 1.0, jnp.zeros((npix_pad,), jnp.int32), zeros, zeros, zeros, zeros,
             jnp.zeros((npix_pad,), jnp.int32))
@@ -182,36 +184,38 @@ def _backward_kernel(table_ref, ids_ref, starts_ref, limits_ref, origins_ref, co
     lane = jax.lax.broadcasted_iota(jnp.int32, (ROW,), 0)
     zeros = jnp.zeros((npix_pad,), jnp.float32)
 
-    def body(c):
+    def entry(j, c):
         k, t, prefix = c
-        for j in range(chunk):
-            e = k * chunk + j
-            gid = _entry(table_ref, ids_ref, start, limit, e, num_ids, sentinel)
-            a = _attrs(table_ref, gid)
-            dx, dy, ex, raw, alpha, valid = _alpha(a, fox, foy, lx, ly)
-            used = valid & (e < count)
-            w = jnp.where(used, alpha * t, 0.0)
-            v = g_col[0] * a[6] + g_col[1] * a[7] + g_col[2] * a[8] + g_col[3] * a[9]
-            prefix = prefix + w * v
-            g_alpha = t * v - (g_total - prefix + g_tt) / (1.0 - alpha)
-            # The clamp at 0.999 cuts the gradient through alpha (gsplat Bwd.cu L222).
-            g_alpha = jnp.where(used & (raw < 0.999), g_alpha, 0.0)
-            g_sigma = -g_alpha * alpha
-            sums = (
-                jnp.sum(g_sigma * (a[2] * dx + a[3] * dy)),  # mean x (dx = mean - pixel)
-                jnp.sum(g_sigma * (a[4] * dy + a[3] * dx)),  # mean y
-                jnp.sum(g_sigma * (0.5 * dx * dx)),  # conic a
-                jnp.sum(g_sigma * (dx * dy)),  # conic b
-                jnp.sum(g_sigma * (0.5 * dy * dy)),  # conic c
-                jnp.sum(g_alpha * ex),  # opacity: alpha = o exp(-sigma) wherever g_alpha != 0
-                jnp.sum(w * g_col[0]), jnp.sum(w * g_col[1]), jnp.sum(w * g_col[2]), jnp.sum(w * g_col[3]),
-            )
-            vec = jnp.zeros((ROW,), jnp.float32)
-            for i, s in enumerate(sums):
-                vec = jnp.where(lane == i, s, vec)
-            plgpu.atomic_add(grad_ref, (gid * ROW + lane,), vec)
-            t = jnp.where(used, t * (1.0 - alpha), t)
-        return k + 1, t, prefix
+        e = k * chunk + j
+        gid = _entry(table_ref, ids_ref, start, limit, e, num_ids, sentinel)
+        a = _attrs(table_ref, gid)
+        dx, dy, ex, raw, alpha, valid = _alpha(a, fox, foy, lx, ly)
+        used = valid & (e < count)
+        w = jnp.where(used, alpha * t, 0.0)
+        v = g_col[0] * a[6] + g_col[1] * a[7] + g_col[2] * a[8] + g_col[3] * a[9]
+        prefix = prefix + w * v
+        g_alpha = t * v - (g_total - prefix + g_tt) / (1.0 - alpha)
+        # The clamp at 0.999 cuts the gradient through alpha (gsplat Bwd.cu L222).
+        g_alpha = jnp.where(used & (raw < 0.999), g_alpha, 0.0)
+        g_sigma = -g_alpha * alpha
+        sums = (
+            jnp.sum(g_sigma * (a[2] * dx + a[3] * dy)),  # mean x (dx = mean - pixel)
+            jnp.sum(g_sigma * (a[4] * dy + a[3] * dx)),  # mean y
+            jnp.sum(g_sigma * (0.5 * dx * dx)),  # conic a
+            jnp.sum(g_sigma * (dx * dy)),  # conic b
+            jnp.sum(g_sigma * (0.5 * dy * dy)),  # conic c
+            jnp.sum(g_alpha * ex),  # opacity: alpha = o exp(-sigma) wherever g_alpha != 0
+            jnp.sum(w * g_col[0]), jnp.sum(w * g_col[1]), jnp.sum(w * g_col[2]), jnp.sum(w * g_col[3]),
+        )
+        vec = jnp.zeros((ROW,), jnp.float32)
+        for i, s in enumerate(sums):
+            vec = jnp.where(lane == i, s, vec)
+        plgpu.atomic_add(grad_ref, (gid * ROW + lane,), vec)
+        return k, jnp.where(used, t * (1.0 - alpha), t), prefix
+
+    def body(c):
+        c = jax.lax.fori_loop(0, chunk, entry, c)
+        return (c[0] + 1,) + c[1:]
 
     jax.lax.while_loop(lambda c: c[0] * chunk < bound, body, (jnp.int32(0), zeros + 1.0, zeros))
 
