@@ -8,6 +8,8 @@ gradient accumulation. What it cannot: Triton compilation, GPU races and atomic 
 interpreter runs the grid sequentially); see docs/rasterizer_backends.md.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -128,3 +130,104 @@ def test_clamped_alpha_passes_no_gradient_to_opacity():
     assert float(jnp.abs(g_all[0, 5])) > 0
     assert float(g_clamped[0, 5]) == 0.0 and float(jnp.abs(g_clamped[0, :5]).max()) == 0.0
     np.testing.assert_allclose(g_clamped[0, 9], 0.999 * 64, rtol=1e-6)  # d/dz of sum alpha z
+
+
+# ----- Through the rasterizer: backend="pallas" on CPU runs the same kernels interpreted. -----
+
+try:  # pytest puts this directory on sys.path (no __init__.py here)
+    from render_scenes import random_scene, to_jax
+except ImportError:
+    from tests.render.render_scenes import random_scene, to_jax
+
+from locojax.render import rasterize  # noqa: E402
+from locojax.types import Camera, Gaussians  # noqa: E402
+
+BACKGROUND = np.array([0.2, 0.5, 0.8], np.float32)
+LOSS_W = np.array([0.7, -0.4, 1.1], np.float32)
+FIELDS = ("means", "quats", "scales", "opacities", "sh")
+# The gsplat parity scenes of test_rasterize_vs_gsplat.py: (n, width, height, sh_degree, seed).
+PARITY_CASES = [(1, 20, 18, 0, 0), (24, 33, 40, 1, 1), (120, 40, 36, 2, 2), (300, 48, 32, 3, 3)]
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_loss_and_grads(backend, chunk, kw):
+    def loss(g, cam, bg):
+        out = rasterize(g, cam, background=bg, chunk=chunk, backend=backend, **dict(kw))
+        return jnp.sum(out.rgb * LOSS_W) + 0.1 * jnp.sum(out.depth) + 0.5 * jnp.sum(out.alpha), out
+
+    return jax.jit(jax.value_and_grad(loss, argnums=(0, 2), has_aux=True))
+
+
+def _loss_and_grads(g, cam, bg, *, backend, chunk=8, **kw):
+    """(RenderOutput, (gradients of the Gaussians, of the background)); one compile per backend and
+    options (scenes of equal shapes share it)."""
+    (_, out), grads = _jitted_loss_and_grads(backend, chunk, tuple(sorted(kw.items())))(g, cam, jnp.asarray(bg))
+    return out, grads
+
+
+@pytest.mark.parametrize("case", PARITY_CASES, ids=lambda c: f"n{c[0]}_{c[1]}x{c[2]}_sh{c[3]}")
+def test_pallas_backend_matches_gsplat_and_xla(case):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("gsplat")
+    from test_rasterize_vs_gsplat import _torch_loss_and_grads
+
+    n, width, height, sh_degree, seed = case
+    arrays, viewmat, K = random_scene(n, width=width, height=height, sh_degree=sh_degree, seed=seed,
+                                      spread=0.2 if n == 1 else 1.2, scale=0.4 if n == 1 else 0.12)
+    kw = dict(width=width, height=height, sh_degree=sh_degree)
+    g, cam = to_jax(arrays, viewmat, K)
+    out, (grads, g_bg) = _loss_and_grads(g, cam, BACKGROUND, backend="pallas", **kw)
+    tout, tgrads = _torch_loss_and_grads(arrays, viewmat, K, BACKGROUND, **kw)
+    assert int(out.overflow) == 0 and tout["alpha"].max() > 0.3
+    got = {k: np.asarray(getattr(grads, k)) for k in FIELDS} | {"background": np.asarray(g_bg)}
+    # gsplat: the tolerances of test_rasterize_vs_gsplat.py.
+    for key in ("rgb", "alpha", "depth"):
+        np.testing.assert_allclose(np.asarray(getattr(out, key)), tout[key], atol=1e-4, rtol=0, err_msg=key)
+    for key, tref in tgrads.items():
+        scale = max(np.abs(tref).max(), 1e-3)
+        np.testing.assert_allclose(got[key], tref, atol=2e-4 * scale, rtol=2e-3, err_msg=key)
+    if n < 100:  # the XLA path on the two larger scenes only: each comparison is one more compile
+        return
+    ref, (ref_grads, ref_bg) = _loss_and_grads(g, cam, BACKGROUND, backend="xla", **kw)
+    for key, atol in (("rgb", 2e-6), ("alpha", 2e-6), ("depth", 1e-5)):  # depth is ~z (1.5-5) x rgb's error
+        np.testing.assert_allclose(np.asarray(getattr(out, key)), np.asarray(getattr(ref, key)), atol=atol,
+                                   rtol=0, err_msg=f"{key} vs xla")
+    xla = {k: np.asarray(getattr(ref_grads, k)) for k in FIELDS} | {"background": np.asarray(ref_bg)}
+    for key, ref_grad in xla.items():
+        scale = max(np.abs(ref_grad).max(), 1e-3)
+        np.testing.assert_allclose(got[key], ref_grad, atol=1e-5 * scale, rtol=1e-4, err_msg=f"{key} vs xla")
+
+
+def _gaussians(means, scales, opacities, colors):
+    n = means.shape[0]
+    return Gaussians(means=jnp.asarray(means, jnp.float32), quats=jnp.tile(jnp.array([1.0, 0, 0, 0]), (n, 1)),
+                     scales=jnp.full((n, 3), scales, jnp.float32), opacities=jnp.asarray(opacities, jnp.float32),
+                     sh=jnp.asarray(colors, jnp.float32).reshape(n, 1, 3))
+
+
+def test_pallas_backend_overflow_non_finite_and_empty():
+    rng = np.random.default_rng(0)
+    n = 40
+    cam = Camera(viewmat=jnp.eye(4), K=jnp.array([[30.0, 0, 8], [0, 30, 8], [0, 0, 1]]))
+    kw = dict(width=16, height=16, sh_degree=0, tile_capacity=10)  # one 16 x 16 tile, 10 entries kept
+    means = np.stack([rng.uniform(-0.1, 0.1, n), rng.uniform(-0.1, 0.1, n), rng.uniform(2, 4, n)], -1)
+    crowded = _gaussians(means, 0.05, np.full(n, 0.3), rng.normal(0, 0.5, (n, 3)))
+    bad = crowded.replace(means=crowded.means.at[0, 1].set(jnp.nan), scales=crowded.scales.at[3, 0].set(jnp.inf),
+                          sh=crowded.sh.at[5, 0, 2].set(jnp.nan), opacities=crowded.opacities.at[7].set(jnp.nan))
+    for g, overflow, invalid in ((crowded, n - 10, 0), (bad, n - 4 - 10, 4)):
+        out, (grads, g_bg) = _loss_and_grads(g, cam, BACKGROUND, backend="pallas", **kw)
+        ref, (ref_grads, ref_bg) = _loss_and_grads(g, cam, BACKGROUND, backend="xla", **kw)
+        assert int(out.overflow) == int(ref.overflow) == overflow
+        assert int(out.num_invalid) == int(ref.num_invalid) == invalid
+        for key in ("rgb", "alpha", "depth"):
+            np.testing.assert_allclose(np.asarray(getattr(out, key)), np.asarray(getattr(ref, key)), atol=2e-6,
+                                       err_msg=key)
+        for a, b in zip(jax.tree_util.tree_leaves((grads, g_bg)), jax.tree_util.tree_leaves((ref_grads, ref_bg))):
+            assert np.all(np.isfinite(np.asarray(a)))
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5 * float(np.abs(b).max() + 1e-3),
+                                       rtol=1e-4)
+    empty = _gaussians(np.zeros((0, 3)), 0.1, np.zeros(0), np.zeros((0, 3)))  # N = 0
+    out = jax.jit(lambda g: rasterize(g, cam, background=BACKGROUND, backend="pallas", width=16, height=16,
+                                      sh_degree=0))(empty)
+    np.testing.assert_allclose(np.asarray(out.rgb), np.broadcast_to(BACKGROUND, (16, 16, 3)))
+    assert float(out.alpha.max()) == 0.0 and int(out.overflow) == 0
