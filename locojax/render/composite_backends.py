@@ -11,10 +11,11 @@ compilation.
 
 | backend  | cpu                         | cuda          | tpu                          | other              |
 |----------|-----------------------------|---------------|------------------------------|--------------------|
-| "auto"   | XLA, early exit             | Triton kernel | XLA, static trip count (*)   | XLA, static trips  |
+| "auto"   | XLA, early exit             | Triton (**)   | XLA, static trip count (*)   | XLA, static trips  |
 | "xla"    | XLA, early exit             | XLA, static   | XLA, static trip count       | XLA, static trips  |
 | "pallas" | Triton kernel, interpreted  | Triton kernel | XLA, static trip count (*)   | Triton, interpreted|
 
+(**) on jax >= 0.9.1; older jax: XLA, static trip count ("pallas" raises there, naming the version).
 (*) until the Mosaic TPU kernel (`locojax.render.pallas.mosaic_composite`) is wired in here.
 Why: XLA:CPU runs the data-dependent while loops of `composite_tiles` natively and fastest; XLA:GPU
 copies a data-dependent loop condition to the host at every iteration (openxla/xla while_thunk.cc),
@@ -48,11 +49,16 @@ def _tpu_kernel(table, ids, starts, limits, origins, *, statics):
 
 
 def _branches(backend: str, statics) -> dict:
+    from locojax.render.pallas.triton_composite import triton_supported
+
     xla_fast = partial(_xla, True, statics=statics)
     xla_static = partial(_xla, False, statics=statics)
     tpu = partial(_tpu_kernel, statics=statics)
     if backend == "auto":
-        return dict(cpu=xla_fast, cuda=partial(_triton, False, statics=statics), tpu=tpu, default=xla_static)
+        # Every branch is traced whatever the platform: on a jax without Pallas Triton routing
+        # (< 0.9.1) "auto" keeps the XLA path on cuda instead of failing on CPU hosts too.
+        cuda = partial(_triton, False, statics=statics) if triton_supported() else xla_static
+        return dict(cpu=xla_fast, cuda=cuda, tpu=tpu, default=xla_static)
     if backend == "xla":
         return dict(cpu=xla_fast, default=xla_static)
     if backend == "pallas":

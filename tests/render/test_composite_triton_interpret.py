@@ -231,3 +231,15 @@ def test_pallas_backend_overflow_non_finite_and_empty():
                                       sh_degree=0))(empty)
     np.testing.assert_allclose(np.asarray(out.rgb), np.broadcast_to(BACKGROUND, (16, 16, 3)))
     assert float(out.alpha.max()) == 0.0 and int(out.overflow) == 0
+
+
+def test_jax_without_pallas_triton_routing_is_refused_by_name(monkeypatch):
+    import locojax.render.pallas.triton_composite as triton_composite
+    from locojax.render import composite_backends
+
+    monkeypatch.setattr(triton_composite, "_jax_version", lambda: (0, 9, 0))
+    with pytest.raises(RuntimeError, match=r"needs jax >= 0\.9\.1.*found jax"):
+        composite_tiles_triton(*_scene(8), 8, W, H, 4, interpret=True)
+    statics = (8, W, H, 4)
+    assert composite_backends._branches("auto", statics)["cuda"].func is composite_backends._xla
+    assert composite_backends._branches("pallas", statics)["cuda"].func is composite_backends._triton

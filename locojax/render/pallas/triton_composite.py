@@ -69,8 +69,13 @@ def _jax_version() -> tuple:
     return tuple(parts)
 
 
+def triton_supported() -> bool:
+    """Whether this jax has the Pallas Triton API the kernels use (jax >= 0.9.1)."""
+    return _jax_version() >= MIN_JAX
+
+
 def _check_jax():
-    if _jax_version() < MIN_JAX:
+    if not triton_supported():
         raise RuntimeError(
             f"locojax.render.pallas.triton_composite needs jax >= 0.9.1 (Pallas Triton routing via "
             f"triton.CompilerParams), found jax {jax.__version__}; use config.render.backend='xla' or "
