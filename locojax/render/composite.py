@@ -66,8 +66,10 @@ def _tile_geometry(origins, tile_size: int, width: int, height: int):
 def _chunk_ids(ids, starts, limits, k, chunk, sentinel):
     """Entries k * chunk .. (k + 1) * chunk of every row's list -> [R, chunk] (sentinel past the end)."""
     j = k * chunk + jnp.arange(chunk, dtype=jnp.int32)
-    pos = jnp.minimum(starts[:, None] + j[None, :], ids.shape[0] - 1)
-    return jnp.where(j[None, :] < limits[:, None], ids[pos], sentinel)
+    listed = j[None, :] < limits[:, None]
+    # starts + limits <= M, so masking j before the add keeps the int32 index below M.
+    pos = jnp.minimum(starts[:, None] + jnp.where(listed, j[None, :], 0), ids.shape[0] - 1)
+    return jnp.where(listed, ids[pos], sentinel)
 
 
 def _eval_chunk(table, ids, origin, local):
