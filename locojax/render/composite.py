@@ -258,7 +258,9 @@ def _bwd_block(table, ids, grad, starts, limits, origins, rgbz, t_final, g_rgbz,
         g_colz = jnp.moveaxis(jnp.sum(w[None] * g_rgbz[:, :, None, :], axis=-1), 0, -1)  # [T, B, 4]
         # sigma = 0.5 (a dx^2 + c dy^2) + b dx dy with dx = mx - lx: expand the pixel sums of
         # g_sigma * {dx, dy, dx^2, dy^2, dx dy} into moments of (lx, ly).
-        s0, sx, sy, sxx, syy, sxy = jnp.moveaxis(jnp.einsum("tbp,pk->tbk", g_sigma, moments), -1, 0)
+        # HIGHEST: float32 on GPUs/TPUs too (their default TF32 / bfloat16 passes break gsplat parity).
+        sums = jnp.einsum("tbp,pk->tbk", g_sigma, moments, precision=jax.lax.Precision.HIGHEST)
+        s0, sx, sy, sxx, syy, sxy = jnp.moveaxis(sums, -1, 0)
         s_dx = mx * s0 - sx
         s_dy = my * s0 - sy
         s_dxx = mx * mx * s0 - 2.0 * mx * sx + sxx
