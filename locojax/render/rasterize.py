@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from locojax.render.binning import bin_gaussians, tile_grid
-from locojax.render.composite import composite_tiles
+from locojax.render.composite_backends import BACKENDS, composite
 from locojax.render.dense import finish_output
 from locojax.render.projection import project_gaussians
 from locojax.render.validate import check_inputs
@@ -62,7 +62,7 @@ def image_group_size(num_images: int, num_gaussians: int, entries: int) -> int:
 
 
 def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, height, sh_degree, near,
-                   far, eps2d, tile_size, max_pairs, tile_capacity, chunk, subtile_size):
+                   far, eps2d, tile_size, max_pairs, tile_capacity, chunk, subtile_size, backend):
     """Render S scenes x V cameras: gaussians [S, N, ...], cameras [S, V, ...], background None or
     [S, V, 3] -> RenderOutput [S, V, ...].
 
@@ -110,8 +110,8 @@ def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, 
         offsets = jnp.arange(g, dtype=jnp.int32)[:, None]
         ids = jnp.where(ids >= n, sentinel, ids + offsets * n).reshape(-1)
         starts = (starts + offsets * entries).reshape(-1)
-        return composite_tiles(table, ids, starts, limits.reshape(-1), jnp.tile(origins, (g, 1)), subtile_size,
-                               width, height, chunk)
+        return composite(table, ids, starts, limits.reshape(-1), jnp.tile(origins, (g, 1)), subtile_size,
+                         width, height, chunk, backend, max_count=tile_capacity)
 
     parts = (table, bins.ids, bins.starts, bins.counts)
     if per_group == num_images:
@@ -136,7 +136,9 @@ def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, 
                          jnp.broadcast_to(proj.num_invalid.reshape(s, v), (s, v)))
 
 
-def _options(n, width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size):
+def _options(n, width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size, backend):
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: expected one of {', '.join(map(repr, BACKENDS))}")
     tiles_x, tiles_y = tile_grid(width, height, max(int(tile_size), 1))
     cap = DEFAULT_TILE_CAPACITY if tile_capacity is None else max(int(tile_capacity), 1)
     max_pairs = default_max_pairs(n, tiles_x * tiles_y, cap) if max_pairs is None else int(max_pairs)
@@ -150,18 +152,20 @@ def _options(n, width, height, tile_size, max_pairs, tile_capacity, chunk, subti
     if tile_size < 1 or max_pairs < 1 or tile_capacity < 1 or chunk < 1:
         raise ValueError("tile_size, max_pairs, tile_capacity and chunk must be positive")
     return dict(tile_size=int(tile_size), max_pairs=max_pairs, tile_capacity=tile_capacity, chunk=chunk,
-                subtile_size=subtile_size)
+                subtile_size=subtile_size, backend=backend)
 
 
 def rasterize(gaussians: Gaussians, camera: Camera, *, width: int, height: int, sh_degree: int,
               background: Optional[jax.Array] = None, near: float = 0.01, far: float = 1e10,
               eps2d: float = 0.3, tile_size: int = DEFAULT_TILE_SIZE, max_pairs: Optional[int] = None,
               tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK,
-              subtile_size: Optional[int] = None) -> RenderOutput:
-    """Render one camera. See `locojax.render` for semantics and capacities."""
+              subtile_size: Optional[int] = None, backend: str = "auto") -> RenderOutput:
+    """Render one camera. See `locojax.render` for semantics and capacities, and
+    `locojax.render.composite_backends` for `backend` ("auto", "xla" or "pallas")."""
     check_inputs(gaussians, camera, sh_degree=sh_degree, background=background, batch_dims=0)
     g = _pad_empty(gaussians)
-    opts = _options(g.means.shape[0], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size)
+    opts = _options(g.means.shape[0], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size,
+                    backend)
     add2 = lambda x: x[None, None]
     bg = None if background is None else add2(jnp.asarray(background))
     out = _render_images(jax.tree_util.tree_map(lambda x: x[None], g), jax.tree_util.tree_map(add2, camera),
@@ -174,10 +178,11 @@ def rasterize_batch(gaussians: Gaussians, cameras: Camera, *, width: int, height
                     background: Optional[jax.Array] = None, near: float = 0.01, far: float = 1e10,
                     eps2d: float = 0.3, tile_size: int = DEFAULT_TILE_SIZE, max_pairs: Optional[int] = None,
                     tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK,
-                    subtile_size: Optional[int] = None) -> RenderOutput:
+                    subtile_size: Optional[int] = None, backend: str = "auto") -> RenderOutput:
     """Render S scenes x V cameras: gaussians [S, N, ...], cameras [S, V, ...] -> RenderOutput [S, V, ...].
 
-    `background` is [3] or [S, V, 3]. Capacities apply per image.
+    `background` is [3] or [S, V, 3]. Capacities apply per image. `backend` selects the compositing
+    implementation per platform (`locojax.render.composite_backends`).
     """
     if getattr(cameras.viewmat, "ndim", 0) != 4:
         raise ValueError(f"cameras.viewmat must have shape [S, V, 4, 4], got "
@@ -192,6 +197,7 @@ def rasterize_batch(gaussians: Gaussians, cameras: Camera, *, width: int, height
             raise ValueError(f"background must have shape [3] or [S={s}, V={v}, 3], got {background.shape}")
         background = jnp.broadcast_to(background, (s, v, 3))
     g = _pad_empty(gaussians)
-    opts = _options(g.means.shape[1], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size)
+    opts = _options(g.means.shape[1], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size,
+                    backend)
     return _render_images(g, cameras, background, width=width, height=height, sh_degree=sh_degree,
                           near=near, far=far, eps2d=eps2d, **opts)
