@@ -66,8 +66,10 @@ def _tile_geometry(origins, tile_size: int, width: int, height: int):
 def _chunk_ids(ids, starts, limits, k, chunk, sentinel):
     """Entries k * chunk .. (k + 1) * chunk of every row's list -> [R, chunk] (sentinel past the end)."""
     j = k * chunk + jnp.arange(chunk, dtype=jnp.int32)
-    pos = jnp.minimum(starts[:, None] + j[None, :], ids.shape[0] - 1)
-    return jnp.where(j[None, :] < limits[:, None], ids[pos], sentinel)
+    listed = j[None, :] < limits[:, None]
+    # starts + limits <= M, so masking j before the add keeps the int32 index below M.
+    pos = jnp.minimum(starts[:, None] + jnp.where(listed, j[None, :], 0), ids.shape[0] - 1)
+    return jnp.where(listed, ids[pos], sentinel)
 
 
 def _eval_chunk(table, ids, origin, local):
@@ -256,7 +258,9 @@ def _bwd_block(table, ids, grad, starts, limits, origins, rgbz, t_final, g_rgbz,
         g_colz = jnp.moveaxis(jnp.sum(w[None] * g_rgbz[:, :, None, :], axis=-1), 0, -1)  # [T, B, 4]
         # sigma = 0.5 (a dx^2 + c dy^2) + b dx dy with dx = mx - lx: expand the pixel sums of
         # g_sigma * {dx, dy, dx^2, dy^2, dx dy} into moments of (lx, ly).
-        s0, sx, sy, sxx, syy, sxy = jnp.moveaxis(jnp.einsum("tbp,pk->tbk", g_sigma, moments), -1, 0)
+        # HIGHEST: float32 on GPUs/TPUs too (their default TF32 / bfloat16 passes break gsplat parity).
+        sums = jnp.einsum("tbp,pk->tbk", g_sigma, moments, precision=jax.lax.Precision.HIGHEST)
+        s0, sx, sy, sxx, syy, sxy = jnp.moveaxis(sums, -1, 0)
         s_dx = mx * s0 - sx
         s_dy = my * s0 - sy
         s_dxx = mx * mx * s0 - 2.0 * mx * sx + sxx

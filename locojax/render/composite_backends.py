@@ -33,8 +33,8 @@ from locojax.render.composite import composite_tiles
 BACKENDS = ("auto", "xla", "pallas")
 
 
-def _xla(early_exit, table, ids, starts, limits, origins, *, statics):
-    return composite_tiles(table, ids, starts, limits, origins, *statics, early_exit=early_exit)
+def _xla(early_exit, table, ids, starts, limits, origins, *, statics, max_count=None):
+    return composite_tiles(table, ids, starts, limits, origins, *statics, early_exit=early_exit, max_count=max_count)
 
 
 def _triton(interpret, table, ids, starts, limits, origins, *, statics):
@@ -43,17 +43,17 @@ def _triton(interpret, table, ids, starts, limits, origins, *, statics):
     return composite_tiles_triton(table, ids, starts, limits, origins, *statics, interpret=interpret)
 
 
-def _tpu_kernel(table, ids, starts, limits, origins, *, statics):
+def _tpu_kernel(table, ids, starts, limits, origins, *, statics, max_count=None):
     # The Mosaic TPU kernel replaces this once merged; until then the host-sync-free XLA variant.
-    return _xla(False, table, ids, starts, limits, origins, statics=statics)
+    return _xla(False, table, ids, starts, limits, origins, statics=statics, max_count=max_count)
 
 
-def _branches(backend: str, statics) -> dict:
+def _branches(backend: str, statics, max_count=None) -> dict:
     from locojax.render.pallas.triton_composite import triton_supported
 
     xla_fast = partial(_xla, True, statics=statics)
-    xla_static = partial(_xla, False, statics=statics)
-    tpu = partial(_tpu_kernel, statics=statics)
+    xla_static = partial(_xla, False, statics=statics, max_count=max_count)
+    tpu = partial(_tpu_kernel, statics=statics, max_count=max_count)
     if backend == "auto":
         # Every branch is traced whatever the platform: on a jax without Pallas Triton routing
         # (< 0.9.1) "auto" keeps the XLA path on cuda instead of failing on CPU hosts too.
@@ -68,7 +68,8 @@ def _branches(backend: str, statics) -> dict:
     raise ValueError(f"compositing backend={backend!r}: expected one of {', '.join(map(repr, BACKENDS))}")
 
 
-def composite(table, ids, starts, limits, origins, tile_size, width, height, chunk, backend="auto"):
+def composite(table, ids, starts, limits, origins, tile_size, width, height, chunk, backend="auto", *,
+              max_count=None):
     """Blend tile lists with the implementation `backend` selects for the platform being lowered.
 
     Args:
@@ -77,8 +78,11 @@ def composite(table, ids, starts, limits, origins, tile_size, width, height, chu
       starts, limits: [R] int32. origins: [R, 2] int32 pixel (x, y) of each row's tile.
       tile_size, width, height, chunk: static ints.
       backend: "auto", "xla" or "pallas" (see the module table).
+      max_count: static bound on `limits` (the tile capacity): the static trip count of the XLA
+        variant without early exit is ceil(max_count / chunk) (default M: safe but slow).
     Returns:
       rgbz [4, R, P] and t_final [R, P], P = tile_size**2; differentiable w.r.t. `table`.
     """
-    branches = _branches(backend, (int(tile_size), int(width), int(height), int(chunk)))
+    branches = _branches(backend, (int(tile_size), int(width), int(height), int(chunk)),
+                         None if max_count is None else int(max_count))
     return jax.lax.platform_dependent(table, ids, starts, limits, origins, **branches)
