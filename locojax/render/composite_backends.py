@@ -11,12 +11,13 @@ compilation.
 
 | backend  | cpu                         | cuda          | tpu                          | other              |
 |----------|-----------------------------|---------------|------------------------------|--------------------|
-| "auto"   | XLA, early exit             | Triton (**)   | XLA, static trip count (*)   | XLA, static trips  |
+| "auto"   | XLA, early exit             | Triton (**)   | Mosaic kernel                | XLA, static trips  |
 | "xla"    | XLA, early exit             | XLA, static   | XLA, static trip count       | XLA, static trips  |
-| "pallas" | Triton kernel, interpreted  | Triton kernel | XLA, static trip count (*)   | Triton, interpreted|
+| "pallas" | Triton kernel, interpreted  | Triton kernel | Mosaic kernel                | Triton, interpreted|
 
 (**) on jax >= 0.9.1; older jax: XLA, static trip count ("pallas" raises there, naming the version).
-(*) until the Mosaic TPU kernel (`locojax.render.pallas.mosaic_composite`) is wired in here.
+Mosaic kernel: `locojax.render.pallas.mosaic_composite` (lowered for TPU from CPU; not yet compiled
+or run on a TPU, see docs/rasterizer_backends.md).
 Why: XLA:CPU runs the data-dependent while loops of `composite_tiles` natively and fastest; XLA:GPU
 copies a data-dependent loop condition to the host at every iteration (openxla/xla while_thunk.cc),
 so accelerators get either a kernel that loops on the device or the static-trip-count variant.
@@ -44,8 +45,11 @@ def _triton(interpret, table, ids, starts, limits, origins, *, statics):
 
 
 def _tpu_kernel(table, ids, starts, limits, origins, *, statics, max_count=None):
-    # The Mosaic TPU kernel replaces this once merged; until then the host-sync-free XLA variant.
-    return _xla(False, table, ids, starts, limits, origins, statics=statics, max_count=max_count)
+    # The Mosaic kernels walk exactly each row's chunks (trip counts on the device): no max_count.
+    del max_count
+    from locojax.render.pallas.mosaic_composite import composite_tiles_mosaic
+
+    return composite_tiles_mosaic(table, ids, starts, limits, origins, *statics, interpret=False)
 
 
 def _branches(backend: str, statics, max_count=None) -> dict:

@@ -63,18 +63,25 @@ def _has_triton(exported):
     return any(name in text for name in TRITON_CALLS)
 
 
+def _has_mosaic(exported):
+    return "tpu_custom_call" in exported.mlir_module()
+
+
 def test_export_carries_the_platforms_backend():
     args = (_abstract_gaussians(1, 64, 0), _abstract_cameras(1, 2))
     forward, grad = _render_fns("auto", width=32, height=24, sh_degree=0)
     for fn in (forward, grad):
         out = _export_per_platform(fn, args, ("cuda", "cpu", "tpu"))
         assert _has_triton(out["cuda"])  # auto on cuda: the Triton kernels
-        assert not _has_triton(out["cpu"]) and not _has_triton(out["tpu"])  # XLA compositing
+        assert _has_mosaic(out["tpu"]) and not _has_triton(out["tpu"])  # auto on tpu: the Mosaic kernels
+        assert not _has_triton(out["cpu"]) and not _has_mosaic(out["cpu"])  # XLA compositing
     xla_fwd, _ = _render_fns("xla", width=32, height=24, sh_degree=0)
-    assert not _has_triton(_export_per_platform(xla_fwd, args, ("cuda",))["cuda"])
+    out = _export_per_platform(xla_fwd, args, ("cuda", "tpu"))
+    assert not _has_triton(out["cuda"]) and not _has_mosaic(out["tpu"])
     pallas_fwd, _ = _render_fns("pallas", width=32, height=24, sh_degree=0)
-    out = _export_per_platform(pallas_fwd, args, ("cuda", "cpu"))
+    out = _export_per_platform(pallas_fwd, args, ("cuda", "cpu", "tpu"))
     assert _has_triton(out["cuda"]) and not _has_triton(out["cpu"])  # cpu: interpreted, plain HLO
+    assert _has_mosaic(out["tpu"])
 
 
 def test_unknown_backend_is_named():
@@ -123,20 +130,21 @@ def _train_step_and_specs(name):
 def test_everything_lowers_for_cuda_and_tpu():
     """Issue 22 item 3: the four tiny training steps, and the rasterizer forward and value_and_grad
     at 393,216 Gaussians x 8 views at 256 x 256 (abstract shapes, nothing allocated), export for
-    cuda and tpu with backend "auto" (cuda: Triton kernels; tpu: its branch of the dispatcher)."""
+    cuda and tpu with backend "auto" (cuda: Triton kernels; tpu: Mosaic kernels)."""
     failures = []
     for name in TINY_PRESETS:
         try:
             step, specs = _train_step_and_specs(name)
             out = _export_per_platform(step, specs, ("cuda", "tpu"))
             assert _has_triton(out["cuda"]), f"{name}: the cuda step does not use the Triton kernels"
+            assert _has_mosaic(out["tpu"]), f"{name}: the tpu step does not use the Mosaic kernels"
         except Exception as e:  # noqa: BLE001 - collect every family's failure, then fail once
             failures.append(f"{name}: {type(e).__name__}: {str(e)[:2000]}")
     args = (_abstract_gaussians(1, 393_216, 3), _abstract_cameras(1, 8))
     for kind, fn in zip(("forward", "value_and_grad"), _render_fns("auto", width=256, height=256, sh_degree=3)):
         try:
             out = _export_per_platform(fn, args, ("cuda", "tpu"))
-            assert _has_triton(out["cuda"])
+            assert _has_triton(out["cuda"]) and _has_mosaic(out["tpu"])
         except Exception as e:  # noqa: BLE001
             failures.append(f"rasterizer {kind}: {type(e).__name__}: {str(e)[:2000]}")
     assert not failures, "\n".join(failures)
