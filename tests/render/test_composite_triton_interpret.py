@@ -242,3 +242,18 @@ def test_jax_without_pallas_triton_routing_is_refused_by_name(monkeypatch):
     statics = (8, W, H, 4)
     assert composite_backends._branches("auto", statics)["cuda"].func is composite_backends._xla
     assert composite_backends._branches("pallas", statics)["cuda"].func is composite_backends._triton
+
+
+def test_table_past_int32_offsets_is_refused_before_tracing():
+    s = jax.ShapeDtypeStruct
+    rows = 2**27  # x 16 columns = 2^31 flat offsets
+    args = (s((rows, 10), jnp.float32), s((64,), jnp.int32), s((4,), jnp.int32), s((4,), jnp.int32),
+            s((4, 2), jnp.int32))
+    with pytest.raises(ValueError, match="int32 offsets.*config.render.backend='xla'"):
+        jax.eval_shape(lambda *a: composite_tiles_triton(*a, 8, 16, 16, 4), *args)
+    from locojax.render import composite_backends
+
+    assert composite_backends._branches("auto", (8, 16, 16, 4), None, rows)["cuda"].func is composite_backends._xla
+    assert composite_backends._branches("auto", (8, 16, 16, 4), None, rows - 1)["cuda"].func is composite_backends._triton
+    ok = (s((rows - 1, 10), jnp.float32),) + args[1:]
+    assert jax.eval_shape(lambda *a: composite_tiles_triton(*a, 8, 16, 16, 4), *ok)[1].shape == (4, 64)
