@@ -15,7 +15,8 @@ compilation.
 | "xla"    | XLA, early exit             | XLA, static   | XLA, static trip count       | XLA, static trips  |
 | "pallas" | Triton kernel, interpreted  | Triton kernel | Mosaic kernel                | Triton, interpreted|
 
-(**) on jax >= 0.9.1; older jax: XLA, static trip count ("pallas" raises there, naming the version).
+(**) on jax >= 0.9.1 and tables below 2^27 rows; otherwise XLA, static trip count ("pallas" raises
+there, naming the version or the row count).
 Mosaic kernel: `locojax.render.pallas.mosaic_composite` (lowered for TPU from CPU; not yet compiled
 or run on a TPU, see docs/rasterizer_backends.md).
 Why: XLA:CPU runs the data-dependent while loops of `composite_tiles` natively and fastest; XLA:GPU
@@ -52,16 +53,18 @@ def _tpu_kernel(table, ids, starts, limits, origins, *, statics, max_count=None)
     return composite_tiles_mosaic(table, ids, starts, limits, origins, *statics, interpret=False)
 
 
-def _branches(backend: str, statics, max_count=None) -> dict:
-    from locojax.render.pallas.triton_composite import triton_supported
+def _branches(backend: str, statics, max_count=None, table_rows=0) -> dict:
+    from locojax.render.pallas.triton_composite import triton_fits, triton_supported
 
     xla_fast = partial(_xla, True, statics=statics)
     xla_static = partial(_xla, False, statics=statics, max_count=max_count)
     tpu = partial(_tpu_kernel, statics=statics, max_count=max_count)
     if backend == "auto":
         # Every branch is traced whatever the platform: on a jax without Pallas Triton routing
-        # (< 0.9.1) "auto" keeps the XLA path on cuda instead of failing on CPU hosts too.
-        cuda = partial(_triton, False, statics=statics) if triton_supported() else xla_static
+        # (< 0.9.1), or for a table past the kernels' int32 offsets, "auto" keeps the XLA path on
+        # cuda instead of failing on CPU hosts too.
+        use_triton = triton_supported() and triton_fits(table_rows)
+        cuda = partial(_triton, False, statics=statics) if use_triton else xla_static
         return dict(cpu=xla_fast, cuda=cuda, tpu=tpu, default=xla_static)
     if backend == "xla":
         return dict(cpu=xla_fast, default=xla_static)
@@ -88,5 +91,5 @@ def composite(table, ids, starts, limits, origins, tile_size, width, height, chu
       rgbz [4, R, P] and t_final [R, P], P = tile_size**2; differentiable w.r.t. `table`.
     """
     branches = _branches(backend, (int(tile_size), int(width), int(height), int(chunk)),
-                         None if max_count is None else int(max_count))
+                         None if max_count is None else int(max_count), table.shape[0])
     return jax.lax.platform_dependent(table, ids, starts, limits, origins, **branches)

@@ -74,6 +74,11 @@ def triton_supported() -> bool:
     return _jax_version() >= MIN_JAX
 
 
+def triton_fits(num_table_rows: int) -> bool:
+    """Whether a table of this many rows (Gaussians + sentinel) fits the kernels' int32 offsets."""
+    return num_table_rows * ROW < 2**31
+
+
 def _check_jax():
     if not triton_supported():
         raise RuntimeError(
@@ -323,5 +328,10 @@ def composite_tiles_triton(table, ids, starts, limits, origins, tile_size, width
       `table` (custom VJP), like `locojax.render.composite.composite_tiles`.
     """
     _check_jax()
+    if not triton_fits(table.shape[0]):  # flat int32 offsets g * 16 + column inside the kernels
+        raise ValueError(
+            f"composite_tiles_triton: {table.shape[0]:,} table rows x {ROW} exceed the int32 offsets of the "
+            f"Triton kernels (at most {(2**31 - 1) // ROW:,} rows = images composited together x Gaussians); "
+            f"lower the Gaussian count or use config.render.backend='xla'")
     return _composite(table, ids, starts, limits, origins, int(tile_size), int(width), int(height),
                       int(chunk), bool(interpret))
