@@ -11,14 +11,15 @@ compilation.
 
 | backend  | cpu                         | cuda          | tpu                          | other              |
 |----------|-----------------------------|---------------|------------------------------|--------------------|
-| "auto"   | XLA, early exit             | Triton (**)   | Mosaic kernel                | XLA, static trips  |
+| "auto"   | XLA, early exit             | Triton (**)   | Mosaic kernel (***)          | XLA, static trips  |
 | "xla"    | XLA, early exit             | XLA, static   | XLA, static trip count       | XLA, static trips  |
 | "pallas" | Triton kernel, interpreted  | Triton kernel | Mosaic kernel                | Triton, interpreted|
 
 (**) on jax >= 0.9.1 and tables below 2^27 rows; otherwise XLA, static trip count ("pallas" raises
 there, naming the version or the row count).
 Mosaic kernel: `locojax.render.pallas.mosaic_composite` (lowered for TPU from CPU; not yet compiled
-or run on a TPU, see docs/rasterizer_backends.md).
+or run on a TPU, see docs/rasterizer_backends.md). (***) while its padded lists (M + 128 R slots) stay
+below 2^31; otherwise XLA, static trip count ("pallas" raises there, naming the keys).
 Why: XLA:CPU runs the data-dependent while loops of `composite_tiles` natively and fastest; XLA:GPU
 copies a data-dependent loop condition to the host at every iteration (openxla/xla while_thunk.cc),
 so accelerators get either a kernel that loops on the device or the static-trip-count variant.
@@ -53,12 +54,15 @@ def _tpu_kernel(table, ids, starts, limits, origins, *, statics, max_count=None)
     return composite_tiles_mosaic(table, ids, starts, limits, origins, *statics, interpret=False)
 
 
-def _branches(backend: str, statics, max_count=None, table_rows=0) -> dict:
+def _branches(backend: str, statics, max_count=None, table_rows=0, list_shape=(0, 0)) -> dict:
+    from locojax.render.pallas.mosaic_composite import mosaic_fits
     from locojax.render.pallas.triton_composite import triton_fits, triton_supported
 
     xla_fast = partial(_xla, True, statics=statics)
     xla_static = partial(_xla, False, statics=statics, max_count=max_count)
     tpu = partial(_tpu_kernel, statics=statics, max_count=max_count)
+    if backend == "auto" and not mosaic_fits(*list_shape, statics[3]):
+        tpu = xla_static  # padded lists past int32 slots: "pallas" raises, naming the keys
     if backend == "auto":
         # Every branch is traced whatever the platform: on a jax without Pallas Triton routing
         # (< 0.9.1), or for a table past the kernels' int32 offsets, "auto" keeps the XLA path on
@@ -91,5 +95,6 @@ def composite(table, ids, starts, limits, origins, tile_size, width, height, chu
       rgbz [4, R, P] and t_final [R, P], P = tile_size**2; differentiable w.r.t. `table`.
     """
     branches = _branches(backend, (int(tile_size), int(width), int(height), int(chunk)),
-                         None if max_count is None else int(max_count), table.shape[0])
+                         None if max_count is None else int(max_count), table.shape[0],
+                         (ids.shape[0], starts.shape[0]))
     return jax.lax.platform_dependent(table, ids, starts, limits, origins, **branches)

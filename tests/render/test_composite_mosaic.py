@@ -293,3 +293,20 @@ def test_no_entries_at_all(base):
     (rgbz, t_final), grad = _both(_mosaic, table, ids, starts, jnp.zeros_like(limits), origins, *cts)
     assert float(jnp.abs(rgbz).max()) == 0.0 and float(jnp.abs(t_final - 1.0).max()) == 0.0
     assert float(jnp.abs(grad).max()) == 0.0
+
+
+def test_lists_past_int32_slots_are_refused_by_name():
+    """M + 128 R padded slots at or past 2^31: "pallas" (and a direct call) raises naming the keys;
+    "auto" keeps the XLA static-trip path on tpu. Abstract shapes: nothing is allocated."""
+    from locojax.render.composite_backends import composite
+
+    m, r = 2**31 - 2**20, 2**14  # fits int32 itself, not once every row is padded to 128 slots
+    spec = lambda shape, dtype=jnp.float32: jax.ShapeDtypeStruct(shape, dtype)
+    args = (spec((1025, 10)), spec((m,), jnp.int32), spec((r,), jnp.int32), spec((r,), jnp.int32),
+            spec((r, 2), jnp.int32))
+    with pytest.raises(ValueError, match="int32 slot index space.*max_pairs.*backend='xla'"):
+        jax.eval_shape(lambda *a: composite_tiles_mosaic(*a, SUB, W, H, CHUNK), *args)
+    with pytest.raises(ValueError, match="int32 slot index space"):
+        jax.eval_shape(lambda *a: composite(*a, SUB, W, H, CHUNK, backend="pallas"), *args)
+    out = jax.eval_shape(lambda *a: composite(*a, SUB, W, H, CHUNK, backend="auto"), *args)
+    assert out[0].shape == (4, r, SUB * SUB)

@@ -33,7 +33,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from locojax.render.composite import NUM_ATTRS, T_STOP
 from locojax.render.pallas.mosaic_layout import (ATTR_ROWS, chunk_layout, chunk_lanes, gather_chunks,
-                                                 scatter_chunks)
+                                                 scatter_chunks, total_chunks)
 from locojax.render.projection import ALPHA_THRESHOLD
 
 # Columns of the per-row [P, OUT_COLS] blocks: r, g, b, z sums then final T (forward); the four
@@ -338,6 +338,13 @@ def _composite_bwd(tile_size, width, height, chunk, interpret, res, cts):
 _composite.defvjp(_composite_fwd, _composite_bwd)
 
 
+def mosaic_fits(num_entries: int, num_rows: int, chunk: int) -> bool:
+    """Whether the padded chunk layout of M = num_entries list entries in R = num_rows rows (M + up
+    to 128 R slots) stays inside the kernels' int32 slot index space."""
+    lanes = chunk_lanes(chunk)
+    return total_chunks(num_entries, num_rows, lanes) * lanes < 2**31
+
+
 def composite_tiles_mosaic(table, ids, starts, limits, origins, tile_size, width, height, chunk, *,
                            interpret=False):
     """Blend tile lists with the Mosaic TPU kernels (contract of `composite.composite_tiles`).
@@ -357,5 +364,10 @@ def composite_tiles_mosaic(table, ids, starts, limits, origins, tile_size, width
       rgbz [4, R, P] (r, g, b without background, then accumulated z), final transmittance [R, P];
       P = tile_size**2, pixels row-major within the tile. Differentiable w.r.t. `table`.
     """
+    if not mosaic_fits(ids.shape[0], starts.shape[0], chunk):
+        raise ValueError(
+            f"Mosaic compositing: {ids.shape[0]:,} list entries in {starts.shape[0]:,} rows pad past the "
+            f"int32 slot index space (2^31); lower config.render.capacities.max_pairs or use "
+            f"config.render.backend='xla'")
     return _composite(table, ids, starts, limits, origins, int(tile_size), int(width), int(height), int(chunk),
                       interpret)
