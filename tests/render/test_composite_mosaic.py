@@ -17,7 +17,11 @@ from locojax.render.pallas import mosaic_composite
 from locojax.render.pallas.mosaic_composite import composite_tiles_mosaic
 from locojax.render.pallas.mosaic_layout import chunk_layout
 from locojax.render.projection import project_gaussians
-from render_scenes import random_scene, to_jax
+
+try:  # pytest puts this directory on sys.path (no __init__.py here)
+    from render_scenes import random_scene, to_jax
+except ImportError:
+    from tests.render.render_scenes import random_scene, to_jax
 
 W, H, TILE, SUB, CHUNK = 40, 24, 16, 8, 16  # 3 x 2 tiles, the right column half outside the image
 N = 1200  # dense enough that sub-tile lists run past one 128-entry kernel chunk
