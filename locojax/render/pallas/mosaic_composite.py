@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from locojax.render.composite import NUM_ATTRS, T_STOP
+from locojax.render.composite import T_STOP
 from locojax.render.pallas.mosaic_layout import (ATTR_ROWS, chunk_layout, chunk_lanes, gather_chunks,
                                                  scatter_chunks, total_chunks)
 from locojax.render.projection import ALPHA_THRESHOLD
