@@ -78,3 +78,17 @@ def test_camera_matmuls_are_full_precision(fn):
     text = jax.jit(f).lower(spec(2, 4, 4), spec(2, 3, 3)).as_text()
     dots = [line for line in text.splitlines() if "dot_general" in line]
     assert dots and all("HIGHEST" in d for d in dots)
+
+
+def test_flop_count_follows_the_lowered_platform_branch():
+    """`describe`'s loop-corrected FLOPs count only the branch a platform_dependent keeps (a scan in
+    another platform's branch is not in the lowered module)."""
+    from locojax.train.flops import count_flops
+
+    x = spec(4, 8)
+    here = lambda x: jnp.sum(jnp.sin(x))  # noqa: E731
+    mapped = lambda x: jnp.sum(jax.lax.map(lambda r: jnp.sum(jnp.sin(r)), x))  # noqa: E731
+    both = lambda x: jax.lax.platform_dependent(x, cpu=here, default=mapped)  # noqa: E731
+    got, want = count_flops(both, x), count_flops(here, x)
+    assert got.flops == want.flops and got.scans == 0
+    assert count_flops(mapped, x).scans == 1
