@@ -193,7 +193,7 @@ def _peak_memory(before_rss: int | None = None) -> dict:
     return dict(peak_rss_bytes=peak_rss_bytes(), memory_source="process peak RSS (no device memory_stats)")
 
 
-def bench_train_step(name: str, steps: int) -> dict:
+def bench_train_step(name: str, steps: int, overrides=()) -> dict:
     import jax
 
     import configs
@@ -203,6 +203,7 @@ def bench_train_step(name: str, steps: int) -> dict:
     from locojax.train.state import create_state
 
     config = configs.get_config(name)
+    configs.apply_overrides(config, list(overrides))
     config.batch_size = 1
     compiled, info = aot.compile_train_step(config)
     run = build_run(config, aot.placeholder_batch(config))
@@ -218,7 +219,7 @@ def bench_train_step(name: str, steps: int) -> dict:
         state, m = compiled(state, batch)
         jax.block_until_ready(m)
         times.append(time.perf_counter() - t)
-    res = dict(config=name, batch_size=1, num_gaussians=info.get("num_gaussians"),
+    res = dict(config=name, overrides=list(overrides), batch_size=1, num_gaussians=info.get("num_gaussians"),
                compile_s=info["lower_seconds"] + info["compile_seconds"], first_step_s=first,
                step_s=statistics.median(times), steps_timed=steps,
                xla_temp_bytes=info.get("temp_size_in_bytes"), data="placeholder batch (zero images)")
@@ -306,7 +307,7 @@ def run(spec: dict, *, budget_s: float, data_dir: str | None, sections=("raster"
     if "train" in sections:
         for name in spec["train"]:
             res = dict(config=name, skipped=f"time budget of {budget_s:.0f} s spent") if over() else \
-                dict(dict(config=name), **_guarded(bench_train_step, name, spec["steps"]))
+                dict(dict(config=name), **_guarded(bench_train_step, name, spec["steps"], spec.get("overrides", ())))
             report["train_steps"].append(res)
             print(json.dumps({k: v for k, v in res.items() if k != "traceback"}), flush=True)
     if "data" in sections:
@@ -330,11 +331,14 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=None, help="override the Gaussian counts")
     parser.add_argument("--views", type=int, nargs="*", default=None, help="override the view counts")
     parser.add_argument("--train", nargs="*", default=None, help="override the presets of the training steps")
+    parser.add_argument("--train-override", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for the training-step presets (repeatable), e.g. model.num_latents=64")
     args = parser.parse_args(argv)
     spec = dict(SMALL if args.small else FULL)
     for key in ("sizes", "views", "train"):
         if getattr(args, key) is not None:
             spec[key] = tuple(getattr(args, key))
+    spec["overrides"] = tuple(args.train_override)
     if args.write_reference:
         for p in write_reference(spec):
             print(f"wrote {p} ({os.path.getsize(p) / 1e6:.2f} MB)")

@@ -14,8 +14,11 @@ from experiments.benchmarks import device
 @pytest.mark.long_running
 def test_device_benchmark_small_on_cpu(tmp_path):
     out = tmp_path / "device.json"
+    # globalsplat_tiny shrunk as tests/conftest.py's TINY_RUN_OVERRIDES shrink it (the step's figures
+    # are what is tested here, not the model).
+    shrink = ["model.num_latents=64", "model.gaussians_per_token=4", "data.image_shape=(32,32)"]
     rc = device.main(["--small", "--sizes", "1024", "--views", "2", "--train", "globalsplat_tiny",
-                      f"--out={out}"])
+                      *(f"--train-override={o}" for o in shrink), f"--out={out}"])
     assert rc == 0
     report = json.loads(out.read_text())
     assert report["platform"] == "cpu" and "pallas_unavailable" not in report
