@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -246,14 +247,21 @@ def bench_data(spec: dict, data_dir: str | None) -> dict:
             d.synthetic_image_size, d.image_shape = 32, (32, 32)
     else:
         config.data.data_dir = data_dir
-    t = time.perf_counter()
-    it = make_train_iterator(config)
-    batch = next(it)  # builds the synthetic dataset on first use
-    setup = time.perf_counter() - t
-    t = time.perf_counter()
-    for _ in range(spec["data_batches"]):
-        batch = next(it)
-    dt = time.perf_counter() - t
+    try:
+        t = time.perf_counter()
+        it = make_train_iterator(config)
+        batch = next(it)  # builds the synthetic dataset on first use
+        setup = time.perf_counter() - t
+        t = time.perf_counter()
+        for _ in range(spec["data_batches"]):
+            batch = next(it)
+        dt = time.perf_counter() - t
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+    finally:
+        if tmp is not None:  # the dataset built here, and nothing else
+            shutil.rmtree(tmp, ignore_errors=True)
     return dict(config="locosplat_6v", dataset=str(config.dataset), data_dir=data_dir or "(temporary, built here)",
                 image_shape=list(batch.target.images.shape[-3:-1]), batch_size=1,
                 batches=spec["data_batches"], batches_per_s=spec["data_batches"] / dt, setup_s=setup)

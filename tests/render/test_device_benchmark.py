@@ -13,12 +13,9 @@ from experiments.benchmarks import device
 
 @pytest.mark.long_running
 def test_device_benchmark_small_on_cpu(tmp_path):
+    """Rasterizer (both backends) and data-iterator sections; the training step is tested below."""
     out = tmp_path / "device.json"
-    # globalsplat_tiny shrunk as tests/conftest.py's TINY_RUN_OVERRIDES shrink it (the step's figures
-    # are what is tested here, not the model).
-    shrink = ["model.num_latents=64", "model.gaussians_per_token=4", "data.image_shape=(32,32)"]
-    rc = device.main(["--small", "--sizes", "1024", "--views", "2", "--train", "globalsplat_tiny",
-                      *(f"--train-override={o}" for o in shrink), f"--out={out}"])
+    rc = device.main(["--small", "--sizes", "1024", "--views", "2", "--sections", "raster,data", f"--out={out}"])
     assert rc == 0
     report = json.loads(out.read_text())
     assert report["platform"] == "cpu" and "pallas_unavailable" not in report
@@ -31,13 +28,32 @@ def test_device_benchmark_small_on_cpu(tmp_path):
         assert a["views_compared"] == [0, 1] and a["agrees"]
         # CPU against the CPU reference: only the uint16 quantisation (0.5 / 65535) remains.
         assert a["rgb_max_abs"] < 1e-5 and a["alpha_max_abs"] < 1e-5 and a["rgb_psnr_db"] > 90
-    (step,) = report["train_steps"]
-    assert "error" not in step, step.get("error")
-    assert step["config"] == "globalsplat_tiny" and step["step_s"] > 0 and step["compile_s"] > 0
-    assert step.get("peak_rss_bytes", 0) > 0 or step.get("peak_device_bytes", 0) > 0
     data = report["data"]
     assert "error" not in data, data.get("error")
     assert data["batches_per_s"] > 0 and data["dataset"] == "synthetic"
+    assert report["train_steps"] == []
+
+
+@pytest.mark.long_running
+def test_device_benchmark_train_step_section(tmp_path):
+    out = tmp_path / "device.json"
+    # globalsplat_tiny shrunk as tests/conftest.py's TINY_RUN_OVERRIDES shrink it (the step's figures
+    # are what is tested here, not the model).
+    shrink = ["model.num_latents=64", "model.gaussians_per_token=4", "data.image_shape=(32,32)"]
+    rc = device.main(["--small", "--sections", "train", "--train", "globalsplat_tiny",
+                      *(f"--train-override={o}" for o in shrink), f"--out={out}"])
+    assert rc == 0
+    (step,) = json.loads(out.read_text())["train_steps"]
+    assert "error" not in step, step.get("error")
+    assert step["config"] == "globalsplat_tiny" and step["step_s"] > 0 and step["compile_s"] > 0
+    assert step.get("peak_rss_bytes", 0) > 0 or step.get("peak_device_bytes", 0) > 0
+
+
+def test_missing_section_is_recorded_not_fatal(tmp_path):
+    out = tmp_path / "device.json"
+    assert device.main(["--small", "--sections", "train", "--train", "no_such_preset", f"--out={out}"]) == 0
+    (step,) = json.loads(out.read_text())["train_steps"]
+    assert "no_such_preset" in step["error"]
 
 
 def test_agreement_detects_a_different_image(tmp_path):
