@@ -77,17 +77,6 @@ def _sub_jaxprs(params: dict):
                 yield item
 
 
-def _platform_branch(branches_platforms) -> int:
-    """Index of the `platform_dependent` branch for the default backend, which `count_flops` lowers
-    for (the platform-named branch, else the default one, whose platforms are None)."""
-    here = jax.default_backend()
-    names = ("cuda", "rocm") if here == "gpu" else (here,)
-    for i, platforms in enumerate(branches_platforms):
-        if platforms is not None and any(p in names for p in platforms):
-            return i
-    return next(i for i, platforms in enumerate(branches_platforms) if platforms is None)
-
-
 def _correction(jaxpr, cache: dict, counts: dict) -> float:
     """FLOPs XLA misses in `jaxpr` because it counts each loop body once."""
     extra = 0.0
@@ -103,20 +92,27 @@ def _correction(jaxpr, cache: dict, counts: dict) -> float:
             extra += _cumulative_correction(eqn, cache)
             counts["cumulative"] += 1
         elif name == "cond" and eqn.params.get("branches_platforms"):
-            # jax.lax.platform_dependent: only the branch of the platform being analysed is lowered
-            # (the others are pruned), so only it is corrected.
+            # `lax.platform_dependent`: the lowered module keeps only this platform's branch.
             branch = eqn.params["branches"][_platform_branch(eqn.params["branches_platforms"])]
             extra += _correction(branch.jaxpr, cache, counts)
         elif name == "pallas_call":
-            # A kernel (a custom call on a device): its body works on refs and cannot be lowered
-            # alone; XLA's cost analysis counts none of it either way.
-            continue
+            pass  # a kernel: its body (Ref-typed, run inside one custom call) is not an XLA loop
         else:
             if name == "while":
                 counts["while_loops"] += 1
             for sub in _sub_jaxprs(eqn.params):  # jit, remat, custom_vjp, cond, while bodies
                 extra += _correction(sub, cache, counts)
     return extra
+
+
+def _platform_branch(branches_platforms) -> int:
+    """Index of the `platform_dependent` branch that lowering for the default backend keeps."""
+    platform = jax.default_backend()
+    names = {"gpu": ("cuda", "rocm", "gpu")}.get(platform, (platform,))
+    for i, platforms in enumerate(branches_platforms):
+        if platforms is not None and any(p in names for p in platforms):
+            return i
+    return next(i for i, platforms in enumerate(branches_platforms) if platforms is None)
 
 
 def count_flops(fn: Callable, *args: Any) -> FlopCount:
