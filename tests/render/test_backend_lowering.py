@@ -5,7 +5,6 @@ for cuda and tpu (lowering only: nothing here compiles for or runs on a device).
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from jax import export
 
