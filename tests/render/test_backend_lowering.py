@@ -5,7 +5,6 @@ for cuda and tpu (lowering only: nothing here compiles for or runs on a device).
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from jax import export
 
@@ -148,3 +147,16 @@ def test_everything_lowers_for_cuda_and_tpu():
         except Exception as e:  # noqa: BLE001
             failures.append(f"rasterizer {kind}: {type(e).__name__}: {str(e)[:2000]}")
     assert not failures, "\n".join(failures)
+
+
+def test_flop_count_follows_the_lowered_platform_branch():
+    # count_flops corrects only the platform_dependent branch that the analysed (cpu) lowering keeps:
+    # "auto" costs what "xla" does on cpu (the accelerator branches' static scans are not added).
+    from locojax.train.flops import count_flops
+
+    args = (_abstract_gaussians(1, 256, 0), _abstract_cameras(1, 2))
+    counts = {}
+    for backend in ("auto", "xla"):
+        fn = lambda g, c, b=backend: jnp.sum(rasterize_batch(g, c, width=32, height=32, sh_degree=0, backend=b).rgb)
+        counts[backend] = count_flops(fn, *args)
+    assert counts["auto"] == counts["xla"] and counts["auto"].while_loops == 1

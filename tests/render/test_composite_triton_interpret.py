@@ -254,6 +254,7 @@ def test_table_past_int32_offsets_is_refused_before_tracing():
     from locojax.render import composite_backends
 
     assert composite_backends._branches("auto", (8, 16, 16, 4), None, rows)["cuda"].func is composite_backends._xla
-    assert composite_backends._branches("auto", (8, 16, 16, 4), None, rows - 1)["cuda"].func is composite_backends._triton
+    fits = composite_backends._branches("auto", (8, 16, 16, 4), None, rows - 1)
+    assert fits["cuda"].func is composite_backends._triton
     ok = (s((rows - 1, 10), jnp.float32),) + args[1:]
     assert jax.eval_shape(lambda *a: composite_tiles_triton(*a, 8, 16, 16, 4), *ok)[1].shape == (4, 64)

@@ -57,8 +57,7 @@ def test_rasterizer_matmuls_are_full_precision_for_cuda():
     cams = Camera(viewmat=spec(s, v, 4, 4), K=spec(s, v, 3, 3))
 
     def loss(g, c):
-        # backend="xla": the XLA compositing backward's matmuls are under test (auto = Triton on cuda)
-        out = rasterize_batch(g, c, width=32, height=32, sh_degree=3, backend="xla")
+        out = rasterize_batch(g, c, width=32, height=32, sh_degree=3, backend="xla")  # cuda: static trip count
         return jnp.sum(out.rgb) + jnp.sum(out.depth)
 
     cuda = jax.export.export(jax.jit(jax.grad(loss)), platforms=("cuda",))(g, cams).mlir_module()
@@ -79,3 +78,17 @@ def test_camera_matmuls_are_full_precision(fn):
     text = jax.jit(f).lower(spec(2, 4, 4), spec(2, 3, 3)).as_text()
     dots = [line for line in text.splitlines() if "dot_general" in line]
     assert dots and all("HIGHEST" in d for d in dots)
+
+
+def test_flop_count_follows_the_lowered_platform_branch():
+    """`describe`'s loop-corrected FLOPs count only the branch a platform_dependent keeps (a scan in
+    another platform's branch is not in the lowered module)."""
+    from locojax.train.flops import count_flops
+
+    x = spec(4, 8)
+    here = lambda x: jnp.sum(jnp.sin(x))  # noqa: E731
+    mapped = lambda x: jnp.sum(jax.lax.map(lambda r: jnp.sum(jnp.sin(r)), x))  # noqa: E731
+    both = lambda x: jax.lax.platform_dependent(x, cpu=here, default=mapped)  # noqa: E731
+    got, want = count_flops(both, x), count_flops(here, x)
+    assert got.flops == want.flops and got.scans == 0
+    assert count_flops(mapped, x).scans == 1

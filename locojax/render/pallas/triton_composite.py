@@ -107,7 +107,7 @@ def _pixels(tile_size, npix_pad, ox, oy, width, height):
     return lx.astype(jnp.float32) + 0.5, ly.astype(jnp.float32) + 0.5, inside
 
 
-def _entry(table_ref, ids_ref, start, limit, e, num_ids, sentinel):
+def _entry(ids_ref, start, limit, e, num_ids, sentinel):
     """Gaussian id of list position e (row-relative, int32 scalar): the sentinel past the row's end.
     The id load is clamped in range (an out-of-range pointer is undefined on a GPU)."""
     pos = jnp.minimum(start + e, num_ids - 1)
@@ -149,7 +149,7 @@ def _forward_kernel(table_ref, ids_ref, starts_ref, limits_ref, origins_ref,
     def entry(j, c):
         k, t, done, acc_r, acc_g, acc_b, acc_z, count = c
         e = k * chunk + j
-        gid = _entry(table_ref, ids_ref, start, limit, e, num_ids, sentinel)
+        gid = _entry(ids_ref, start, limit, e, num_ids, sentinel)
         a = _attrs(table_ref, gid)
         _, _, _, _, alpha, valid = _alpha(a, fox, foy, lx, ly)
         next_t = t * (1.0 - alpha)
@@ -197,7 +197,7 @@ def _backward_kernel(table_ref, ids_ref, starts_ref, limits_ref, origins_ref, co
     def entry(j, c):
         k, t, prefix = c
         e = k * chunk + j
-        gid = _entry(table_ref, ids_ref, start, limit, e, num_ids, sentinel)
+        gid = _entry(ids_ref, start, limit, e, num_ids, sentinel)
         a = _attrs(table_ref, gid)
         dx, dy, ex, raw, alpha, valid = _alpha(a, fox, foy, lx, ly)
         used = valid & (e < count)
