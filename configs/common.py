@@ -74,7 +74,9 @@ def render_config() -> ml_collections.ConfigDict:
     """Arguments of `locojax.render.rasterize_batch` the trainer passes through."""
     return ml_collections.ConfigDict(
         dict(
-            backend="tile",  # "tile" (locojax.render.rasterize_batch) or "dense" (O(P*N) reference)
+            # "auto" | "xla" | "pallas" (rasterize_batch's compositing backend, locojax.render.composite_backends),
+            # "dense" (O(P*N) reference) or "module:function"; "tile" is an alias of "xla"
+            backend="auto",
             background=(0.0, 0.0, 0.0),
             near=0.01,
             far=1e10,

@@ -8,9 +8,14 @@ gsplat and pixelSplat.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from locojax.types import Camera, Views
+
+# float32 products at full precision on every platform (XLA's default is TF32 on recent GPUs and
+# bfloat16 passes on TPUs): camera poses feed the rasterizer, whose gsplat parity is 1e-4.
+HIGHEST = jax.lax.Precision.HIGHEST
 
 
 def w2c_to_c2w(w2c):
@@ -19,7 +24,7 @@ def w2c_to_c2w(w2c):
     rot = w2c[..., :3, :3]
     trans = w2c[..., :3, 3:]
     rot_t = jnp.swapaxes(rot, -1, -2)
-    top = jnp.concatenate([rot_t, -rot_t @ trans], axis=-1)
+    top = jnp.concatenate([rot_t, -jnp.matmul(rot_t, trans, precision=HIGHEST)], axis=-1)
     bottom = jnp.broadcast_to(jnp.array([0.0, 0.0, 0.0, 1.0], w2c.dtype), top.shape[:-2] + (1, 4))
     return jnp.concatenate([top, bottom], axis=-2)
 
@@ -66,8 +71,8 @@ def pixel_rays(c2w, K_norm, height: int, width: int):
     uu, vv = jnp.meshgrid(u, v, indexing="xy")  # [H, W]
     pix = jnp.stack([uu, vv, jnp.ones_like(uu)], axis=-1)  # [H, W, 3] normalized image coords
     K_inv = jnp.linalg.inv(K_norm)
-    dirs_cam = jnp.einsum("...ij,hwj->...hwi", K_inv, pix)
-    dirs = jnp.einsum("...ij,...hwj->...hwi", c2w[..., :3, :3], dirs_cam)
+    dirs_cam = jnp.einsum("...ij,hwj->...hwi", K_inv, pix, precision=HIGHEST)
+    dirs = jnp.einsum("...ij,...hwj->...hwi", c2w[..., :3, :3], dirs_cam, precision=HIGHEST)
     dirs = dirs / jnp.linalg.norm(dirs, axis=-1, keepdims=True)
     origins = jnp.broadcast_to(c2w[..., None, None, :3, 3], dirs.shape)
     return origins, dirs

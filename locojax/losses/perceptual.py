@@ -22,6 +22,7 @@ Gradients reach `pred` only (weights and target are constants of the loss).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Mapping
 
 import jax
@@ -29,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from locojax.metrics.vgg16 import conv3x3_same
+from locojax.platform_choice import cpu_or_accelerator
 
 # Per tapped block: "c" = 3x3 conv + ReLU, "p" = 2x2/2 average pool. A tap ends every block.
 ARCHS = {
@@ -111,11 +113,13 @@ def _pair_errors(convs, p, t, arch, precision):
     return jnp.stack(errors, axis=1)
 
 
-def default_pairs_per_step(num_pairs: int, image_hw) -> int:
+def default_pairs_per_step(num_pairs: int, image_hw, platform=None) -> int:
     """1 (a `lax.map` over image pairs, bounding activation memory) on CPU for images >= 128 pixels a
-    side, else all pairs in one batched trunk pass (as `locojax.metrics.lpips` does)."""
+    side, else all pairs in one batched trunk pass (as `locojax.metrics.lpips` does). platform: "cpu"
+    or another name (None: `jax.default_backend()`, for eager callers)."""
     large = min(image_hw) >= 128
-    return 1 if jax.default_backend() == "cpu" and large else num_pairs
+    platform = jax.default_backend() if platform is None else platform
+    return 1 if platform == "cpu" and large else num_pairs
 
 
 def vgg_perceptual(pred, target, convs, *, arch: str = "vgg19", precision=jax.lax.Precision.HIGHEST,
@@ -133,12 +137,20 @@ def vgg_perceptual(pred, target, convs, *, arch: str = "vgg19", precision=jax.la
     p = preprocess(pred).reshape(-1, h, w, 3)
     t = jax.lax.stop_gradient(preprocess(target).reshape(-1, h, w, 3))
     num = p.shape[0]
-    step = default_pairs_per_step(num, (h, w)) if pairs_per_step is None else int(pairs_per_step)
-    if step >= num:
-        errors = _pair_errors(convs, p, t, arch, precision)
+
+    def pair_errors(step, convs, p, t):
+        if step >= num:
+            return _pair_errors(convs, p, t, arch, precision)
+        return jax.lax.map(lambda pt: _pair_errors(convs, pt[0][None], pt[1][None], arch, precision)[0],
+                           (p, t), batch_size=None if step == 1 else step)
+
+    # The loop choice per platform at lowering time (an export for cuda gets the batched pass).
+    if pairs_per_step is None:
+        on_cpu, elsewhere = default_pairs_per_step(num, (h, w), "cpu"), default_pairs_per_step(num, (h, w), "gpu")
     else:
-        errors = jax.lax.map(lambda pt: _pair_errors(convs, pt[0][None], pt[1][None], arch, precision)[0],
-                             (p, t), batch_size=None if step == 1 else step)
+        on_cpu = elsewhere = int(pairs_per_step)
+    errors = cpu_or_accelerator(partial(pair_errors, on_cpu), partial(pair_errors, elsewhere), convs, p, t,
+                                same=on_cpu == elsewhere)
     e = jnp.mean(errors, axis=0)  # [6]
     weights = jnp.asarray((1.0,) + tuple(1.0 / c for c in FEATURE_DIVISORS), jnp.float32)
     return jnp.sum(e * weights) / 255.0

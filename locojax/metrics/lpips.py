@@ -11,11 +11,14 @@ Per image pair (pixelSplat `compute_lpips`, lpips 0.1.4 `LPIPS.forward`):
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 
 from locojax.metrics.lpips_weights import lpips_vgg_params
-from locojax.metrics.vgg16 import WINOGRAD_AUTO_MIN_SIZE, prepare_trunk, trunk_taps
+from locojax.metrics.vgg16 import WINOGRAD_AUTO_MIN_SIZE, prepare_trunk, resolve_conv_impl, trunk_taps
+from locojax.platform_choice import cpu_or_accelerator
 
 # lpips.ScalingLayer constants (ImageNet statistics expressed in [-1, 1] units).
 _SHIFT = (-0.030, -0.088, -0.188)
@@ -48,7 +51,7 @@ def _pair_distances(trunk, heads, pred, target, precision):
     return total
 
 
-def default_pairs_per_step(num_pairs, image_hw):
+def default_pairs_per_step(num_pairs, image_hw, platform=None):
     """How many image pairs one trunk pass takes: 1 on CPU for images of at least 128 pixels a side
     (`vgg16.WINOGRAD_AUTO_MIN_SIZE`), else all of them (one batched pass; always on GPU/TPU).
 
@@ -59,7 +62,8 @@ def default_pairs_per_step(num_pairs, image_hw):
     only adds compile time.
     """
     large = min(image_hw) >= WINOGRAD_AUTO_MIN_SIZE
-    return 1 if jax.default_backend() == "cpu" and large else num_pairs
+    platform = jax.default_backend() if platform is None else platform  # None: eager callers
+    return 1 if platform == "cpu" and large else num_pairs
 
 
 def lpips_with_params(params, pred, target, *, precision=jax.lax.Precision.HIGHEST, pairs_per_step=None,
@@ -82,18 +86,28 @@ def lpips_with_params(params, pred, target, *, precision=jax.lax.Precision.HIGHE
     pred = pred.astype(jnp.float32)
     target = jax.lax.stop_gradient(target).astype(jnp.float32)
     num_pairs = pred.shape[0]
-    step = default_pairs_per_step(num_pairs, pred.shape[1:3]) if pairs_per_step is None else int(pairs_per_step)
-    if step < 1:
+    if pairs_per_step is not None and int(pairs_per_step) < 1:
         raise ValueError(f"lpips: pairs_per_step must be >= 1, got {pairs_per_step}")
-    # Weight transforms (Winograd filters) once, outside the loop over pairs.
-    trunk = prepare_trunk(params["convs"], conv_impl, precision=precision, image_hw=pred.shape[1:3])
-    if step >= num_pairs:
-        return _pair_distances(trunk, params["heads"], pred, target, precision)
-    return jax.lax.map(
-        lambda pair: _pair_distances(trunk, params["heads"], pair[0][None], pair[1][None], precision)[0],
-        (pred, target),
-        batch_size=None if step == 1 else step,
-    )
+    hw = pred.shape[1:3]
+
+    def distances(platform, params, pred, target):
+        step = default_pairs_per_step(num_pairs, hw, platform) if pairs_per_step is None else int(pairs_per_step)
+        # Weight transforms (Winograd filters) once, outside the loop over pairs.
+        trunk = prepare_trunk(params["convs"], resolve_conv_impl(conv_impl, hw, platform), precision=precision,
+                              image_hw=hw)
+        if step >= num_pairs:
+            return _pair_distances(trunk, params["heads"], pred, target, precision)
+        return jax.lax.map(
+            lambda pair: _pair_distances(trunk, params["heads"], pair[0][None], pair[1][None], precision)[0],
+            (pred, target),
+            batch_size=None if step == 1 else step,
+        )
+
+    # Loop and conv choices per platform at lowering time (an export for cuda gets the GPU path).
+    same = (resolve_conv_impl(conv_impl, hw, "cpu") == resolve_conv_impl(conv_impl, hw, "gpu")
+            and (pairs_per_step is not None
+                 or default_pairs_per_step(num_pairs, hw, "cpu") == default_pairs_per_step(num_pairs, hw, "gpu")))
+    return cpu_or_accelerator(partial(distances, "cpu"), partial(distances, "gpu"), params, pred, target, same=same)
 
 
 # Eager calls run one compiled program instead of ~50 op-by-op dispatches; under an outer jit it inlines.

@@ -24,6 +24,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from locojax.platform_choice import cpu_or_accelerator
 from locojax.metrics.winograd import flipped_kernel, winograd_conv3x3_same, winograd_filter
 
 # Number of 3x3 convs in each of the five blocks; a tap ends each block, a max pool starts blocks 2-5.
@@ -86,14 +87,17 @@ WINOGRAD_TILES = (None, None, 4, 4, 4)
 WINOGRAD_AUTO_MIN_SIZE = 128
 
 
-def resolve_conv_impl(conv_impl, image_hw=None):
+def resolve_conv_impl(conv_impl, image_hw=None, platform=None):
     """"auto" -> "winograd" on CPU for images of at least WINOGRAD_AUTO_MIN_SIZE (fewer FLOPs win there),
-    else "xla" (cuDNN / TPU convs, and small CPU images)."""
+    else "xla" (cuDNN / TPU convs, and small CPU images). platform: "cpu" or another platform name
+    (None: `jax.default_backend()`, for eager callers; traced code uses `vgg16_taps`'s lowering-time
+    choice)."""
     if conv_impl not in CONV_IMPLS:
         raise ValueError(f"conv_impl must be one of {CONV_IMPLS}, got {conv_impl!r}")
     if conv_impl == "auto":
+        platform = jax.default_backend() if platform is None else platform
         large = image_hw is None or min(image_hw) >= WINOGRAD_AUTO_MIN_SIZE
-        return "winograd" if jax.default_backend() == "cpu" and large else "xla"
+        return "winograd" if platform == "cpu" and large else "xla"
     return conv_impl
 
 
@@ -146,9 +150,17 @@ def vgg16_taps(convs, x, *, precision=jax.lax.Precision.HIGHEST, conv_impl="auto
       precision: conv precision; HIGHEST keeps float32 on GPUs too (TF32 would break the 1e-5 match).
       conv_impl: "xla" (lax.conv_general_dilated everywhere: the reference), "winograd" (Winograd
         F(4x4, 3x3) in blocks 3-5, see WINOGRAD_TILES), or "auto" (winograd on CPU for images of at
-        least WINOGRAD_AUTO_MIN_SIZE pixels a side, xla otherwise).
+        least WINOGRAD_AUTO_MIN_SIZE pixels a side, xla otherwise; chosen when lowering, so a module
+        lowered for cuda or tpu carries xla whatever the host).
     Returns:
       five arrays [B, H / 2**i, W / 2**i, C_i] (floored), C = 64, 128, 256, 512, 512.
     """
-    layers, tiles = prepare_trunk(convs, conv_impl, precision=precision, image_hw=x.shape[1:3])
-    return trunk_taps(layers, tiles, x, precision=precision)
+    hw = x.shape[1:3]
+
+    def taps(impl, convs, x):
+        layers, tiles = prepare_trunk(convs, impl, precision=precision, image_hw=hw)
+        return trunk_taps(layers, tiles, x, precision=precision)
+
+    on_cpu = resolve_conv_impl(conv_impl, hw, platform="cpu")
+    elsewhere = resolve_conv_impl(conv_impl, hw, platform="gpu")
+    return cpu_or_accelerator(functools.partial(taps, on_cpu), functools.partial(taps, elsewhere), convs, x, same=on_cpu == elsewhere)

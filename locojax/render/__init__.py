@@ -35,6 +35,8 @@ each replaceable on its own (e.g. by a Pallas kernel):
      once, `chunk` Gaussians per tile per step, with early exit when every tile of a block is done;
      a custom VJP re-walks the lists front to back with the closed-form blending gradient, so
      backward memory is O(images x pixels + N + pairs), never pixels x Gaussians.
+  `backend=` ("auto", "xla", "pallas") picks the compositing implementation per platform at
+     lowering time (composite_backends.py; Pallas Triton kernels in pallas/triton_composite.py).
 `rasterize_dense` (dense.py) is the O(pixels x N) pure-jnp reference with the same semantics.
 
 jit and vmap: everything is static-shaped. `rasterize_batch` renders S x V images in one compositing

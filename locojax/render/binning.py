@@ -106,6 +106,35 @@ def argsort_stable(x):
     return perm
 
 
+INT32_MAX = 2**31 - 1
+
+
+def _pair_offsets(per_gauss, max_pairs: int, num_tiles: int):
+    """Inclusive running pair count per depth-ordered Gaussian [N], the pairs made (int32 []) and
+    those dropped for lack of `max_pairs` (int32 []).
+
+    N x tiles may pass 2^31 (e.g. 300K large Gaussians at 1080p), where a plain int32 cumsum would
+    wrap: then the running count saturates at max_pairs + 1 (exact below it, which is all the pair
+    buffer reads) and the dropped count is summed in float32 (approximate past 2^24, saturating at
+    int32's maximum; reported, never wrapped).
+    """
+    n = per_gauss.shape[0]
+    if n == 0:
+        zero = jnp.int32(0)
+        return jnp.zeros((0,), jnp.int32), zero, zero
+    if n * num_tiles < SATURATE_ABOVE:
+        ends = jnp.cumsum(per_gauss)
+        return ends, ends[-1], jnp.maximum(ends[-1] - max_pairs, 0)
+    cap = max_pairs + 1  # < 2^30 (capacities are checked), so a + b below never wraps
+    ends = jax.lax.associative_scan(lambda a, b: jnp.minimum(a + b, cap), per_gauss)
+    total_f = jnp.sum(per_gauss.astype(jnp.float32))
+    dropped = jnp.clip(total_f - max_pairs, 0.0, float(INT32_MAX - max_pairs))
+    return ends, ends[-1], jnp.where(ends[-1] > max_pairs, jnp.maximum(dropped.astype(jnp.int32), 1), 0)
+
+
+SATURATE_ABOVE = 2**31  # N x tiles from which the pair count saturates (a module constant for tests)
+
+
 def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width: int, height: int,
                   tile_size: int, max_pairs: int, tile_capacity: int, sub_size: int | None = None) -> TileBins:
     """Tile lists of one image.
@@ -125,6 +154,9 @@ def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width:
     s = tile_size // sub_size
     if s * sub_size != tile_size:
         raise ValueError(f"sub-tile size {sub_size} must divide tile_size {tile_size}")
+    if s * s * max_pairs >= 2**31 or max_pairs >= 2**30:  # int32 pair and entry indices
+        raise ValueError(f"max_pairs={max_pairs:,} with {s * s} sub-tiles per tile passes the int32 index space: "
+                         f"lower config.render.capacities.max_pairs below {2**31 // max(s * s, 2):,}")
     if s * s > 30:  # one int32 bit mask per pair
         raise ValueError(f"at most 30 sub-tiles per tile, got tile_size {tile_size} / sub-tile size {sub_size}")
     means2d = jax.lax.stop_gradient(means2d)
@@ -140,8 +172,7 @@ def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width:
     tmax = jnp.clip(tmax, 0, lim)
     span = tmax - tmin  # [N, 2]
     per_gauss = jnp.where(vis, span[:, 0] * span[:, 1], 0)
-    ends = jnp.cumsum(per_gauss)  # inclusive running pair count, [N]
-    total = ends[-1] if n > 0 else jnp.int32(0)
+    ends, total, dropped = _pair_offsets(per_gauss, max_pairs, num_tiles)  # inclusive running pair count, [N]
 
     p = jnp.arange(max_pairs, dtype=jnp.int32)
     # Depth rank of pair p's Gaussian = #{g : ends[g] <= p} (a searchsorted, done as scatter + cumsum,
@@ -149,7 +180,8 @@ def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width:
     owner = jnp.cumsum(jnp.zeros((max_pairs,), jnp.int32).at[ends].add(1, mode="drop"))
     owner_c = jnp.minimum(owner, max(n - 1, 0))
     # Per depth-ordered Gaussian, everything a pair needs, gathered once per pair.
-    ints = jnp.stack([tmin[:, 0], tmin[:, 1], jnp.maximum(span[:, 0], 1), ends - per_gauss, order], -1)[owner_c]
+    firsts = jnp.concatenate([jnp.zeros((1,), ends.dtype), ends])[:-1]  # exclusive running count
+    ints = jnp.stack([tmin[:, 0], tmin[:, 1], jnp.maximum(span[:, 0], 1), firsts, order], -1)[owner_c]
     local = p - ints[:, 3]
     width_t = ints[:, 2]
     if num_tiles < 2**22:  # float quotient is exact here, and much cheaper than integer division
@@ -188,7 +220,7 @@ def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width:
     starts = jnp.searchsorted(tile_sorted, tiles, side="left").astype(jnp.int32)
     stops = jnp.searchsorted(tile_sorted, tiles, side="right").astype(jnp.int32)
     counts = stops - starts
-    overflow = jnp.maximum(total - max_pairs, 0) + jnp.sum(jnp.maximum(counts - tile_capacity, 0))
+    overflow = jnp.minimum(dropped, INT32_MAX - max_pairs) + jnp.sum(jnp.maximum(counts - tile_capacity, 0))
     bins = TileBins(ids=gauss_sorted.astype(jnp.int32), starts=starts, counts=jnp.minimum(counts, tile_capacity),
                     overflow=overflow.astype(jnp.int32))
     if s == 1:

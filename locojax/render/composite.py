@@ -20,6 +20,13 @@ Its blocks take the rows sorted by the number of chunks the forward needed, so e
 close to its own rows' saturation point. Per-pair gradients are scatter-added into the
 per-Gaussian table.
 
+Static trip count (`early_exit=False`): the same walks, but every block runs ceil(max_count / chunk)
+chunks (`lax.fori_loop` with bounds known at trace time); chunks past a row's list read the opacity-0
+sentinel and chunks past saturation have T <= 1e-4, so they add exactly zero and the numbers are
+those of the early-exit path. XLA:GPU runs a while loop whose trip count depends on the data by
+copying the condition to the host at every iteration (openxla/xla `while_thunk.cc`); with a
+static trip count it does not.
+
 CPU notes (XLA:CPU; measured, see the benchmark): colour sums are elementwise multiply-reduces
 with the pixel axis minor (tiny batched dots are slow), and the in-chunk scans are written as a
 chain of slices, which XLA fuses into one loop (`jnp.cumprod` becomes an unfused reduce-window).
@@ -59,8 +66,10 @@ def _tile_geometry(origins, tile_size: int, width: int, height: int):
 def _chunk_ids(ids, starts, limits, k, chunk, sentinel):
     """Entries k * chunk .. (k + 1) * chunk of every row's list -> [R, chunk] (sentinel past the end)."""
     j = k * chunk + jnp.arange(chunk, dtype=jnp.int32)
-    pos = jnp.minimum(starts[:, None] + j[None, :], ids.shape[0] - 1)
-    return jnp.where(j[None, :] < limits[:, None], ids[pos], sentinel)
+    listed = j[None, :] < limits[:, None]
+    # starts + limits <= M, so masking j before the add keeps the int32 index below M.
+    pos = jnp.minimum(starts[:, None] + jnp.where(listed, j[None, :], 0), ids.shape[0] - 1)
+    return jnp.where(listed, ids[pos], sentinel)
 
 
 def _eval_chunk(table, ids, origin, local):
@@ -109,20 +118,34 @@ def _split(x, nb, rb, pad_r):
     return x.reshape((nb, rb) + x.shape[1:])
 
 
-def _forward(table, ids, starts, limits, origins, *, tile_size, width, height, chunk):
+def _num_chunks(ids, chunk, max_count):
+    """Static trip count of the `early_exit=False` walks: chunks needed by the longest possible list."""
+    bound = ids.shape[0] if max_count is None else min(int(max_count), ids.shape[0])
+    return -(-max(bound, 1) // chunk)
+
+
+def _loop(cond, body, init, num_iters):
+    """`while_loop(cond, body, init)` (num_iters None) or `num_iters` static iterations of body, whose
+    extra iterations must leave the result unchanged (masked chunks)."""
+    if num_iters is None:
+        return jax.lax.while_loop(cond, body, init)
+    return jax.lax.fori_loop(0, num_iters, lambda _, c: body(c), init)
+
+
+def _forward(table, ids, starts, limits, origins, *, tile_size, width, height, chunk, num_iters):
     """All rows, block by block -> ((rgbz [4, R, P], t_final [R, P]), chunks used per row [R])."""
     num_rows = starts.shape[0]
     nb, rb, pad_r = _blocks(num_rows)
     xs = tuple(_split(x, nb, rb, pad_r) for x in (starts, limits, origins))
     (rgbz, t_final), row_chunks = jax.lax.map(
         lambda x: _forward_block(table, ids, *x, tile_size=tile_size, width=width, height=height,
-                                 chunk=chunk), xs)
+                                 chunk=chunk, num_iters=num_iters), xs)
     rgbz = jnp.moveaxis(rgbz, 1, 0).reshape((4, nb * rb) + rgbz.shape[3:])[:, :num_rows]
     unblock = lambda x: x.reshape((nb * rb,) + x.shape[2:])[:num_rows]
     return (rgbz, unblock(t_final)), unblock(row_chunks)
 
 
-def _forward_block(table, ids, starts, limits, origins, *, tile_size, width, height, chunk):
+def _forward_block(table, ids, starts, limits, origins, *, tile_size, width, height, chunk, num_iters):
     num_rows = starts.shape[0]
     sentinel = table.shape[0] - 1
     origin, local, inside = _tile_geometry(origins, tile_size, width, height)
@@ -147,12 +170,12 @@ def _forward_block(table, ids, starts, limits, origins, *, tile_size, width, hei
     ones = jnp.ones((num_rows, npix), jnp.float32)
     init = (jnp.int32(0), ones, ones, jnp.zeros((4, num_rows, npix), jnp.float32),
             jnp.zeros((num_rows,), jnp.int32))
-    _, _, t_used, rgbz, row_chunks = jax.lax.while_loop(lambda c: jnp.any(alive(c[0], c[1])), body, init)
+    _, _, t_used, rgbz, row_chunks = _loop(lambda c: jnp.any(alive(c[0], c[1])), body, init, num_iters)
     return (rgbz, t_used), row_chunks
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7, 8))
-def composite_tiles(table, ids, starts, limits, origins, tile_size, width, height, chunk):
+def composite_tiles(table, ids, starts, limits, origins, tile_size, width, height, chunk, early_exit=True,
+                    max_count=None):
     """Blend tile lists.
 
     Args:
@@ -161,21 +184,33 @@ def composite_tiles(table, ids, starts, limits, origins, tile_size, width, heigh
       starts, limits: [R] int32 (R = images x tiles).
       origins: [R, 2] int32 pixel (x, y) of each row's tile (pixels outside width x height ignored).
       tile_size, width, height, chunk: static.
+      early_exit: static. True: data-dependent while loops that stop once every row of a block is
+        exhausted or saturated (fastest on CPU). False: a static trip count of ceil(max_count / chunk)
+        masked chunks per block, forward and backward (no host synchronisation on GPUs); same numbers.
+      max_count: static upper bound on `limits` (the tile capacity), only used with early_exit=False;
+        default M (always safe, but every block then walks M entries). Entries past it are not read.
     Returns:
       rgbz [4, R, P] (r, g, b without background, then accumulated z), final transmittance [R, P];
-      P = tile_size**2, pixels row-major within the tile.
+      P = tile_size**2, pixels row-major within the tile. Differentiable w.r.t. `table` only.
     """
+    num_iters = None if early_exit else _num_chunks(ids, chunk, max_count)
+    return _composite(table, ids, starts, limits, origins, int(tile_size), int(width), int(height), int(chunk),
+                      num_iters)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7, 8, 9))
+def _composite(table, ids, starts, limits, origins, tile_size, width, height, chunk, num_iters):
     return _forward(table, ids, starts, limits, origins, tile_size=tile_size, width=width, height=height,
-                    chunk=chunk)[0]
+                    chunk=chunk, num_iters=num_iters)[0]
 
 
-def _fwd(table, ids, starts, limits, origins, tile_size, width, height, chunk):
+def _fwd(table, ids, starts, limits, origins, tile_size, width, height, chunk, num_iters):
     out, row_chunks = _forward(table, ids, starts, limits, origins, tile_size=tile_size, width=width,
-                               height=height, chunk=chunk)
+                               height=height, chunk=chunk, num_iters=num_iters)
     return out, (table, ids, starts, limits, origins, out, row_chunks)
 
 
-def _bwd(tile_size, width, height, chunk, res, cts):
+def _bwd(tile_size, width, height, chunk, num_iters, res, cts):
     table, ids, starts, limits, origins, (rgbz, t_final), row_chunks = res
     g_rgbz, g_t = cts
     num_rows = starts.shape[0]
@@ -190,14 +225,14 @@ def _bwd(tile_size, width, height, chunk, res, cts):
 
     def step(grad, x):
         return _bwd_block(table, ids, grad, *x, tile_size=tile_size, width=width, height=height,
-                          chunk=chunk), None
+                          chunk=chunk, num_iters=num_iters), None
 
     grad, _ = jax.lax.scan(step, jnp.zeros_like(table), xs)
     return grad, None, None, None, None
 
 
 def _bwd_block(table, ids, grad, starts, limits, origins, rgbz, t_final, g_rgbz, g_t, num_chunks, *,
-               tile_size, width, height, chunk):
+               tile_size, width, height, chunk, num_iters):
     num_rows = starts.shape[0]
     sentinel = table.shape[0] - 1
     origin, local, _ = _tile_geometry(origins, tile_size, width, height)
@@ -223,7 +258,9 @@ def _bwd_block(table, ids, grad, starts, limits, origins, rgbz, t_final, g_rgbz,
         g_colz = jnp.moveaxis(jnp.sum(w[None] * g_rgbz[:, :, None, :], axis=-1), 0, -1)  # [T, B, 4]
         # sigma = 0.5 (a dx^2 + c dy^2) + b dx dy with dx = mx - lx: expand the pixel sums of
         # g_sigma * {dx, dy, dx^2, dy^2, dx dy} into moments of (lx, ly).
-        s0, sx, sy, sxx, syy, sxy = jnp.moveaxis(jnp.einsum("tbp,pk->tbk", g_sigma, moments), -1, 0)
+        # HIGHEST: float32 on GPUs/TPUs too (their default TF32 / bfloat16 passes break gsplat parity).
+        sums = jnp.einsum("tbp,pk->tbk", g_sigma, moments, precision=jax.lax.Precision.HIGHEST)
+        s0, sx, sy, sxx, syy, sxy = jnp.moveaxis(sums, -1, 0)
         s_dx = mx * s0 - sx
         s_dy = my * s0 - sy
         s_dxx = mx * mx * s0 - 2.0 * mx * sx + sxx
@@ -242,8 +279,8 @@ def _bwd_block(table, ids, grad, starts, limits, origins, rgbz, t_final, g_rgbz,
 
     zeros = jnp.zeros((num_rows, local.shape[0]), jnp.float32)
     init = (jnp.int32(0), jnp.ones_like(zeros), zeros, grad)
-    _, _, _, grad = jax.lax.while_loop(lambda c: c[0] < num_chunks, body, init)
+    _, _, _, grad = _loop(lambda c: c[0] < num_chunks, body, init, num_iters)
     return grad
 
 
-composite_tiles.defvjp(_fwd, _bwd)
+_composite.defvjp(_fwd, _bwd)

@@ -43,8 +43,8 @@ def composite_dense(means2d, conics, opacities, colors, depths, visible, *, widt
     t_before = t_incl / one_minus
     used = valid & (t_incl > TRANSMITTANCE_STOP)
     w = jnp.where(used, alpha * t_before, 0.0)
-    rgb = jnp.einsum("hwn,nc->hwc", w, col)
-    zacc = jnp.einsum("hwn,n->hw", w, z)
+    rgb = jnp.einsum("hwn,nc->hwc", w, col, precision=jax.lax.Precision.HIGHEST)  # float32 on GPUs/TPUs too
+    zacc = jnp.einsum("hwn,n->hw", w, z, precision=jax.lax.Precision.HIGHEST)
     t_final = jnp.prod(jnp.where(used, one_minus, 1.0), axis=-1)
     return rgb, zacc, t_final
 

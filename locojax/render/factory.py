@@ -4,7 +4,9 @@
     out = render(gaussians [B, N, ...], target Views [B, V, ...])       # RenderOutput [B, V, ...]
     outs = render_sets(render, {"final": g, "coarse": g2}, target)     # one rasterisation per size
 
-`render_config.backend`: "tile" -> `locojax.render.rasterize_batch`; "dense" -> the O(P*N) reference
+`render_config.backend`: "auto", "xla" or "pallas" -> `locojax.render.rasterize_batch` with that
+compositing backend (chosen per platform at lowering time, `locojax.render.composite_backends`;
+"tile" is kept as an alias of "xla"); "dense" -> the O(P*N) reference
 `locojax.render.dense.rasterize_dense` vmapped; "module:function" -> any function with
 rasterize_batch's signature (tests, experiments). The other keys (background, near, far, eps2d,
 capacities) are passed through.
@@ -13,6 +15,7 @@ capacities) are passed through.
 from __future__ import annotations
 
 import importlib
+from functools import partial
 from typing import Callable, Mapping
 
 import jax
@@ -25,9 +28,11 @@ from locojax.types import Gaussians, RenderOutput
 def make_render_fn(render_config, sh_degree: int) -> Callable:
     """(gaussians [B, N, ...], target Views [B, V, ...]) -> RenderOutput [B, V, ...]."""
     rc = render_config
-    backend = rc.backend
-    if backend == "tile":
-        from locojax.render.rasterize import rasterize_batch as fn
+    backend = "xla" if rc.backend == "tile" else rc.backend
+    if backend in ("auto", "xla", "pallas"):
+        from locojax.render.rasterize import rasterize_batch
+
+        fn = partial(rasterize_batch, backend=backend)
     elif backend == "dense":
         from locojax.render.dense import rasterize_dense
 
@@ -38,7 +43,8 @@ def make_render_fn(render_config, sh_degree: int) -> Callable:
         mod, name = backend.split(":", 1)
         fn = getattr(importlib.import_module(mod), name)
     else:
-        raise ValueError(f"config.render.backend={backend!r}: expected 'tile', 'dense' or 'module:function'")
+        raise ValueError(f"config.render.backend={rc.backend!r}: expected 'auto', 'xla', 'pallas', 'dense', "
+                         f"'module:function' or 'tile' (alias of 'xla')")
     background = jnp.asarray(rc.background, jnp.float32)
     capacities = dict(rc.get("capacities", {}))
 

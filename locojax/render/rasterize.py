@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from locojax.render.binning import bin_gaussians, tile_grid
-from locojax.render.composite import composite_tiles
+from locojax.render.composite_backends import BACKENDS, composite
 from locojax.render.dense import finish_output
 from locojax.render.projection import project_gaussians
 from locojax.render.validate import check_inputs
@@ -42,13 +42,34 @@ def _pad_empty(g: Gaussians) -> Gaussians:
                      opacities=z(1), sh=z(1, k, 3))
 
 
+INDEX_LIMIT = 2**31  # int32 index spaces (ids, starts, table rows) must stay below this
+
+
+def image_group_size(num_images: int, num_gaussians: int, entries: int) -> int:
+    """Images composited in one index space: the largest divisor G of num_images with G x entries
+    list entries and G x num_gaussians + 1 table rows below 2^31 (int32 ids and starts).
+
+    Raises ValueError (naming the config keys) when even one image does not fit.
+    """
+    def fits(g):
+        return g * entries < INDEX_LIMIT and g * num_gaussians + 1 < INDEX_LIMIT
+
+    if not fits(1):
+        raise ValueError(
+            f"one image needs {entries:,} tile-list entries and {num_gaussians:,} Gaussians, past the int32 "
+            f"index space (2^31): lower config.render.capacities.max_pairs (per image) or the Gaussian count")
+    return max(g for g in range(1, num_images + 1) if num_images % g == 0 and fits(g))
+
+
 def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, height, sh_degree, near,
-                   far, eps2d, tile_size, max_pairs, tile_capacity, chunk, subtile_size):
+                   far, eps2d, tile_size, max_pairs, tile_capacity, chunk, subtile_size, backend):
     """Render S scenes x V cameras: gaussians [S, N, ...], cameras [S, V, ...], background None or
     [S, V, 3] -> RenderOutput [S, V, ...].
 
     The tiles of all S x V images are composited in one call (one while loop over list chunks, one
-    table of S x V x N screen-space Gaussians), which is why this beats vmapping a one-camera render.
+    table of S x V x N screen-space Gaussians), which is why this beats vmapping a one-camera render;
+    only where their int32 index space would pass 2^31 are they composited in equal groups, one
+    after the other (`image_group_size`).
     """
     s, n = gaussians.means.shape[:2]
     v = cameras.viewmat.shape[1]
@@ -72,14 +93,6 @@ def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, 
     table = jnp.concatenate([proj.means2d, proj.conics, proj.opacities[..., None], proj.colors,
                              proj.depths[..., None]], axis=-1)  # [I, N, 10]
     table = jnp.where(jnp.all(proj.radii > 0, -1)[..., None], table, 0.0)  # culled: opacity 0
-    table = table.reshape(num_images * n, -1)
-    table = jnp.concatenate([table, jnp.zeros((1, table.shape[1]), table.dtype)], axis=0)
-    sentinel = num_images * n
-    entries = bins.ids.shape[1]  # per image
-    ids = bins.ids + (jnp.arange(num_images, dtype=jnp.int32) * n)[:, None]
-    ids = jnp.where(bins.ids >= n, sentinel, ids).reshape(-1)
-    starts = (bins.starts + (jnp.arange(num_images, dtype=jnp.int32) * entries)[:, None]).reshape(-1)
-    limits = bins.counts.reshape(-1)
 
     tiles_x, tiles_y = tile_grid(width, height, tile_size)
     s_per = tile_size // subtile_size  # sub-tiles per tile side
@@ -87,8 +100,27 @@ def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, 
     jy, jx = jnp.divmod(jnp.arange(s_per * s_per, dtype=jnp.int32)[None, :], s_per)
     origins = jnp.stack([(t % tiles_x) * tile_size + jx * subtile_size,
                          (t // tiles_x) * tile_size + jy * subtile_size], -1).reshape(-1, 2)
-    origins = jnp.tile(origins, (num_images, 1))
-    rgbz, t_final = composite_tiles(table, ids, starts, limits, origins, subtile_size, width, height, chunk)
+    entries = bins.ids.shape[1]  # per image
+    per_group = image_group_size(num_images, n, entries)
+
+    def composite_group(table, ids, starts, limits):  # [G, N, 10], [G, M], [G, T], [G, T] -> [4, G T, P], [G T, P]
+        g = table.shape[0]
+        sentinel = g * n
+        table = jnp.concatenate([table.reshape(g * n, -1), jnp.zeros((1, table.shape[-1]), table.dtype)], 0)
+        offsets = jnp.arange(g, dtype=jnp.int32)[:, None]
+        ids = jnp.where(ids >= n, sentinel, ids + offsets * n).reshape(-1)
+        starts = (starts + offsets * entries).reshape(-1)
+        return composite(table, ids, starts, limits.reshape(-1), jnp.tile(origins, (g, 1)), subtile_size,
+                         width, height, chunk, backend, max_count=tile_capacity)
+
+    parts = (table, bins.ids, bins.starts, bins.counts)
+    if per_group == num_images:
+        rgbz, t_final = composite_group(*parts)
+    else:  # one index space per group of images, each < 2^31 (see image_group_size)
+        grouped = tuple(x.reshape((num_images // per_group, per_group) + x.shape[1:]) for x in parts)
+        rgbz, t_final = jax.lax.map(lambda x: composite_group(*x), grouped)
+        rgbz = jnp.moveaxis(rgbz, 1, 0).reshape((4, -1) + rgbz.shape[3:])
+        t_final = t_final.reshape((-1,) + t_final.shape[2:])
     rgb, zacc = jnp.moveaxis(rgbz[:3], 0, -1), rgbz[3]
 
     def to_image(x):  # [I*T*s*s, sub*sub, ...] -> [S, V, H, W, ...]
@@ -104,7 +136,9 @@ def _render_images(gaussians: Gaussians, cameras: Camera, background, *, width, 
                          jnp.broadcast_to(proj.num_invalid.reshape(s, v), (s, v)))
 
 
-def _options(n, width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size):
+def _options(n, width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size, backend):
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: expected one of {', '.join(map(repr, BACKENDS))}")
     tiles_x, tiles_y = tile_grid(width, height, max(int(tile_size), 1))
     cap = DEFAULT_TILE_CAPACITY if tile_capacity is None else max(int(tile_capacity), 1)
     max_pairs = default_max_pairs(n, tiles_x * tiles_y, cap) if max_pairs is None else int(max_pairs)
@@ -118,18 +152,20 @@ def _options(n, width, height, tile_size, max_pairs, tile_capacity, chunk, subti
     if tile_size < 1 or max_pairs < 1 or tile_capacity < 1 or chunk < 1:
         raise ValueError("tile_size, max_pairs, tile_capacity and chunk must be positive")
     return dict(tile_size=int(tile_size), max_pairs=max_pairs, tile_capacity=tile_capacity, chunk=chunk,
-                subtile_size=subtile_size)
+                subtile_size=subtile_size, backend=backend)
 
 
 def rasterize(gaussians: Gaussians, camera: Camera, *, width: int, height: int, sh_degree: int,
               background: Optional[jax.Array] = None, near: float = 0.01, far: float = 1e10,
               eps2d: float = 0.3, tile_size: int = DEFAULT_TILE_SIZE, max_pairs: Optional[int] = None,
               tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK,
-              subtile_size: Optional[int] = None) -> RenderOutput:
-    """Render one camera. See `locojax.render` for semantics and capacities."""
+              subtile_size: Optional[int] = None, backend: str = "auto") -> RenderOutput:
+    """Render one camera. See `locojax.render` for semantics and capacities, and
+    `locojax.render.composite_backends` for `backend` ("auto", "xla" or "pallas")."""
     check_inputs(gaussians, camera, sh_degree=sh_degree, background=background, batch_dims=0)
     g = _pad_empty(gaussians)
-    opts = _options(g.means.shape[0], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size)
+    opts = _options(g.means.shape[0], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size,
+                    backend)
     add2 = lambda x: x[None, None]
     bg = None if background is None else add2(jnp.asarray(background))
     out = _render_images(jax.tree_util.tree_map(lambda x: x[None], g), jax.tree_util.tree_map(add2, camera),
@@ -142,10 +178,11 @@ def rasterize_batch(gaussians: Gaussians, cameras: Camera, *, width: int, height
                     background: Optional[jax.Array] = None, near: float = 0.01, far: float = 1e10,
                     eps2d: float = 0.3, tile_size: int = DEFAULT_TILE_SIZE, max_pairs: Optional[int] = None,
                     tile_capacity: Optional[int] = None, chunk: int = DEFAULT_CHUNK,
-                    subtile_size: Optional[int] = None) -> RenderOutput:
+                    subtile_size: Optional[int] = None, backend: str = "auto") -> RenderOutput:
     """Render S scenes x V cameras: gaussians [S, N, ...], cameras [S, V, ...] -> RenderOutput [S, V, ...].
 
-    `background` is [3] or [S, V, 3]. Capacities apply per image.
+    `background` is [3] or [S, V, 3]. Capacities apply per image. `backend` selects the compositing
+    implementation per platform (`locojax.render.composite_backends`).
     """
     if getattr(cameras.viewmat, "ndim", 0) != 4:
         raise ValueError(f"cameras.viewmat must have shape [S, V, 4, 4], got "
@@ -160,6 +197,7 @@ def rasterize_batch(gaussians: Gaussians, cameras: Camera, *, width: int, height
             raise ValueError(f"background must have shape [3] or [S={s}, V={v}, 3], got {background.shape}")
         background = jnp.broadcast_to(background, (s, v, 3))
     g = _pad_empty(gaussians)
-    opts = _options(g.means.shape[1], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size)
+    opts = _options(g.means.shape[1], width, height, tile_size, max_pairs, tile_capacity, chunk, subtile_size,
+                    backend)
     return _render_images(g, cameras, background, width=width, height=height, sh_degree=sh_degree,
                           near=near, far=far, eps2d=eps2d, **opts)

@@ -8,6 +8,7 @@ DC first; only the first (sh_degree + 1)**2 are used.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 
@@ -95,5 +96,6 @@ def sh_to_color(degree: int, sh, dirs):
     if sh.shape[-2] < num:
         raise ValueError(f"sh has {sh.shape[-2]} coefficients; sh_degree={degree} needs {num}")
     bases = sh_bases(degree, safe_normalize(dirs))  # [..., num]
-    rgb = jnp.einsum("...k,...kc->...c", bases, sh[..., :num, :])
+    # HIGHEST: float32 on GPUs/TPUs too (their default TF32 / bfloat16 passes break gsplat parity).
+    rgb = jnp.einsum("...k,...kc->...c", bases, sh[..., :num, :], precision=jax.lax.Precision.HIGHEST)
     return jnp.maximum(rgb + 0.5, 0.0)

@@ -91,12 +91,28 @@ def _correction(jaxpr, cache: dict, counts: dict) -> float:
         elif name in CUMULATIVE:
             extra += _cumulative_correction(eqn, cache)
             counts["cumulative"] += 1
+        elif name == "cond" and eqn.params.get("branches_platforms"):
+            # `lax.platform_dependent`: the lowered module keeps only this platform's branch.
+            branch = eqn.params["branches"][_platform_branch(eqn.params["branches_platforms"])]
+            extra += _correction(branch.jaxpr, cache, counts)
+        elif name == "pallas_call":
+            pass  # a kernel: its body (Ref-typed, run inside one custom call) is not an XLA loop
         else:
             if name == "while":
                 counts["while_loops"] += 1
             for sub in _sub_jaxprs(eqn.params):  # jit, remat, custom_vjp, cond, while bodies
                 extra += _correction(sub, cache, counts)
     return extra
+
+
+def _platform_branch(branches_platforms) -> int:
+    """Index of the `platform_dependent` branch that lowering for the default backend keeps."""
+    platform = jax.default_backend()
+    names = {"gpu": ("cuda", "rocm", "gpu")}.get(platform, (platform,))
+    for i, platforms in enumerate(branches_platforms):
+        if platforms is not None and any(p in names for p in platforms):
+            return i
+    return next(i for i, platforms in enumerate(branches_platforms) if platforms is None)
 
 
 def count_flops(fn: Callable, *args: Any) -> FlopCount:
