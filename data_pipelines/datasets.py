@@ -99,6 +99,13 @@ def rebuild_hint(name: str, builder) -> str:
             f"--manual_dir=SRC --data_dir={root}`")
 
 
+def _older_builds(builder) -> str:
+    """' (older builds here: 1.0.0, ...: not used, see docs/data.md)' when other versions are on disk."""
+    here = Path(str(builder.data_dir))
+    other = sorted(p.name for p in here.parent.glob("*") if p.name != here.name and (p / "dataset_info.json").exists())
+    return f" (older builds there: {', '.join(other)}: not used, see docs/data.md)" if other else ""
+
+
 def ensure_built(name: str, builder, manual_dir=None):
     """Build if needed. Synthetic builds itself; the others need their source files (manual_dir)."""
     if is_prepared(builder):
@@ -107,7 +114,7 @@ def ensure_built(name: str, builder, manual_dir=None):
 
     if name != "synthetic" and manual_dir is None:
         raise DatasetNotBuiltError(
-            f"dataset {name!r} is not built under {builder.data_dir}; build it with "
+            f"dataset {name!r} is not built under {builder.data_dir}{_older_builds(builder)}; build it with "
             f"`python -m data_pipelines.build {name} --manual_dir=SRC --data_dir=...`")
     if manual_dir is not None and not Path(manual_dir).is_dir():
         raise DatasetNotBuiltError(f"dataset {name!r}: manual_dir {manual_dir} does not exist")

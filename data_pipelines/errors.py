@@ -20,6 +20,10 @@ class CorruptRecordError(DatasetError, OSError):
     pass
 
 
+class RecordOrderError(DatasetError, ValueError):
+    """A record's own key differs from the metadata key at its position (e.g. a shuffled build)."""
+
+
 class UnknownProtocolError(DatasetError, ValueError):
     pass
 

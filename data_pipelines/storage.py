@@ -1,6 +1,10 @@
 """Random access to the scene records of one built split (`tfds` array_record data source).
 
-`SceneSource` decodes lazily: `frames(i, idx)` decodes only the requested frames of scene i.
+`SceneSource` decodes lazily: `frames(i, idx)` decodes only the requested frames of scene i. Scene i
+is the i-th key of the build metadata (`keys_<split>`, so that opening a split reads no record); every
+record read is checked against that key, so a build whose records are not in metadata order (locojax
+builds before builder version 1.1.0, see docs/data.md) raises `RecordOrderError` instead of returning
+another scene's frames.
 """
 
 from __future__ import annotations
@@ -8,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from data_pipelines import encoding
-from data_pipelines.errors import CorruptRecordError
+from data_pipelines.errors import CorruptRecordError, RecordOrderError
 from data_pipelines.scene import Scene
 
 
@@ -33,6 +37,12 @@ class SceneSource:
         self.keys = None
         self.keys = list(keys)
         self.index_of = {k: i for i, k in enumerate(self.keys)}
+        if len(self.keys):  # fail at open, not mid-run, on a misordered build (every read checks too)
+            for i in (0, len(self.keys) - 1):
+                try:
+                    self.record(i)
+                except CorruptRecordError:
+                    pass  # reported by the read that needs the record, with its scene
         frames = meta.get(f"frames_{split}") if hasattr(meta, "get") else None
         self._num_frames = list(frames) if frames is not None and len(frames) == len(self.keys) else None
 
@@ -40,10 +50,23 @@ class SceneSource:
         return len(self._source)
 
     def record(self, i: int) -> dict:
+        """The raw record of scene i (RecordOrderError if it is not the scene keys[i] names)."""
         try:
-            return self._source[int(i)]
+            rec = self._source[int(i)]
         except (RuntimeError, OSError, ValueError) as e:  # Riegeli: "Corrupted Riegeli/records file"
             raise CorruptRecordError(self._corrupt_message(int(i), e)) from None
+        keys = getattr(self, "keys", None)
+        if keys is not None and _text(rec["key"]) != keys[int(i)]:
+            raise RecordOrderError(self._order_message(int(i), _text(rec["key"])))
+        return rec
+
+    def _order_message(self, i: int, stored: str) -> str:
+        from data_pipelines.datasets import rebuild_hint
+
+        name = self.builder.name.replace("locojax_", "")
+        return (f"{self.builder.data_dir}: record {i} of split {self.split!r} holds scene {stored!r} but the "
+                f"dataset metadata lists {self.keys[i]!r} there (records written out of order, as locojax "
+                f"builds before version 1.1.0 did). To fix: {rebuild_hint(name, self.builder)}")
 
     def _corrupt_message(self, i: int, e: Exception) -> str:
         from data_pipelines.datasets import rebuild_hint

@@ -22,14 +22,16 @@ STAGES = ("train", "test")
 
 
 class _ChunkBuilder(tfds.core.GeneratorBasedBuilder):
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "first release"}
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {"1.0.0": "first release",
+                     "1.1.0": "records in chunk order (1.0.0 shuffled them; see docs/data.md)"}
     MANUAL_DOWNLOAD_INSTRUCTIONS = "manual_dir: a folder with train/ and/or test/ stage folders of *.torch chunks + index.json"
-    disable_shuffling = True  # keep chunk order: keys are recorded in metadata in that order
 
     def _info(self) -> tfds.core.DatasetInfo:
+        # Records keep chunk order, the order of the metadata's keys_<split> that SceneSource indexes
+        # by; TFDS 4.9 reads disable_shuffling only from DatasetInfo, not from a class attribute.
         return self.dataset_info_from_configs(features=scene_features(), description=self.__doc__,
-                                              metadata=tfds.core.MetadataDict())
+                                              metadata=tfds.core.MetadataDict(), disable_shuffling=True)
 
     def _split_generators(self, dl_manager):
         root = Path(str(dl_manager.manual_dir))

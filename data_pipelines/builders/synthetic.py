@@ -41,11 +41,10 @@ def synthetic_config(num_train=256, num_test=32, height=256, width=256, num_fram
 class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
     """Procedural furnished rooms, walkthrough trajectories, analytic ray-cast images and depth."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "first release"}
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {"1.0.0": "first release",
+                     "1.1.0": "records in generation order (1.0.0 shuffled them; see docs/data.md)"}
     BUILDER_CONFIGS = [synthetic_config(), synthetic_config(4, 2, 64, 64, 64)]
-    # Records keep generation order (scene index order): eval protocols and the key index rely on it.
-    disable_shuffling = True
 
     def __init__(self, *, num_workers: int = 2, **kwargs):
         self._num_workers = max(1, min(int(num_workers), 2))  # the machine has 2 cores, shared
@@ -56,6 +55,9 @@ class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
             features=scene_features(),
             description=__doc__,
             metadata=tfds.core.MetadataDict(),
+            # Records keep generation order, the order of the metadata's keys_<split> that
+            # SceneSource indexes by; TFDS 4.9 reads this flag only from DatasetInfo.
+            disable_shuffling=True,
         )
 
     def _split_generators(self, dl_manager):

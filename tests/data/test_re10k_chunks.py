@@ -58,6 +58,19 @@ def test_read_back_exact(built):
         assert scene.c2w.dtype == np.float32 and scene.timestamps.dtype == np.int64
 
 
+def test_records_in_chunk_order_and_found_by_key(built):
+    """Records keep chunk order (= metadata keys_test); load_scenes(keys=[k]) returns scene k's frames."""
+    out, scenes, builder = built
+    data = builder.as_data_source("test")
+    assert [data[i]["key"].decode("utf-8") for i in range(len(data))] == [s["key"] for s in scenes]
+    for src in reversed(scenes):
+        (scene,) = load_scenes("re10k", "test", data_dir=str(out), keys=[src["key"]])
+        assert scene.key == src["key"]
+        first = int(np.argmin(src["timestamps"]))
+        expected = np.asarray(Image.open(io.BytesIO(src["jpegs"][first])).convert("RGB"))
+        np.testing.assert_array_equal(scene.images[0], expected)
+
+
 def test_bad_input_is_skipped_and_named(tmp_path):
     good = small_scene("good000000000000", 0, num_frames=4)
     non_jpeg = small_scene("nonjpeg000000000", 1, num_frames=4)
@@ -125,7 +138,7 @@ def test_interrupted_build_reruns_cleanly(chunk_source, tmp_path, monkeypatch, c
     assert build.main(argv) == 0
     report = _report(capsys.readouterr().out)
     assert report["splits"] == {"test": 3, "train": 1} and report["already_built"] is False
-    info = out / "locojax_re10k" / "1.0.0" / "dataset_info.json"
+    info = out / "locojax_re10k" / str(chunks.LocojaxRe10k.VERSION) / "dataset_info.json"
     mtime = info.stat().st_mtime
     assert build.main(argv) == 0
     assert _report(capsys.readouterr().out)["already_built"] is True
