@@ -8,7 +8,7 @@ import configs
 
 
 @pytest.mark.long_running
-@pytest.mark.parametrize("name", ["tokengs_4096", "locusgs_4096"])
+@pytest.mark.parametrize("name", ["tokengs_4096"])  # locusgs_4096: the same renderer shapes (64 x 4 at 256x448)
 def test_describe_lowers_the_4096_presets(name):
     from locojax.train.describe import describe
 
