@@ -37,6 +37,8 @@ import traceback
 
 import numpy as np
 
+from experiments.benchmarks.timing import timed
+
 REFERENCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "device_reference")
 FULL = dict(tag="full", sizes=(16384, 65536, 393216), views=(1, 8), image=256, reps=5,
             train=("locosplat_6v", "globalsplat_16k"), steps=3, data_scenes=8, data_batches=30)
@@ -86,17 +88,6 @@ def _jax_scene(n, views, image):
 
 def _reference_path(tag: str, n: int) -> str:
     return os.path.join(REFERENCE_DIR, f"{tag}_n{n}.npz")
-
-
-def _median(fn, reps: int) -> float:
-    import jax
-
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def write_reference(spec: dict) -> list[str]:
@@ -174,7 +165,8 @@ def bench_rasterizer(n: int, views: int, image: int, backend: str, reps: int, ta
     jax.block_until_ready(grads)
     finite = all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(grads))
     return dict(n=n, views=views, image=image, backend=backend, compile_s=compile_s,
-                fwd_s=_median(lambda: fwd(g), reps), fwd_bwd_s=_median(lambda: fb(g), reps),
+                fwd_s=timed(fwd, g, repeats=reps, warmup=False)[1],
+                fwd_bwd_s=timed(fb, g, repeats=reps, warmup=False)[1],
                 overflow=int(np.sum(np.asarray(out.overflow))), grads_finite=finite,
                 agreement=agreement(out, _reference_path(tag, n), views))
 
