@@ -53,19 +53,11 @@ def measure(config, with_eval: bool = True) -> dict:
     import jax.numpy as jnp
 
     from locojax.train import aot
-    from locojax.train import sharding as shd
-    from locojax.train.checkpoint import abstract_with_shardings
     from locojax.train.evaluate import Evaluator
     from locojax.train.loop import build_run
-    from locojax.train.step import jit_train_step, make_train_step
 
     run = build_run(config, aot.placeholder_batch(config))
-    state_spec = abstract_with_shardings(run.abstract_state, run.state_shardings)
-    bsh = shd.batch_sharding(run.mesh)
-    batch_spec = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=bsh),
-                                        run.example_batch)
-    step = jit_train_step(make_train_step(run.model, run.tx, run.schedule, run.render),
-                          run.state_shardings, bsh, shd.replicated(run.mesh))
+    step, state_spec, batch_spec = aot.train_step_from_shapes(run)
     out = {"train": _timed_stages(step, state_spec, batch_spec)}
     out["train"].pop("_compiled")
     if with_eval:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from locojax.render.camera_path import rotation_to_quaternion
+
 SH_C0 = 0.28209479177387814  # 1 / (2 sqrt(pi)), the degree-0 real SH constant
 
 
@@ -23,26 +25,6 @@ def quaternion_to_matrix(wxyz: np.ndarray) -> np.ndarray:
         np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
         np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
     ], -2)
-
-
-def matrix_to_quaternion(R: np.ndarray) -> np.ndarray:
-    """[3, 3] rotation -> (w, x, y, z) with w >= 0 (Shepperd's method: the largest pivot)."""
-    R = np.asarray(R, np.float64)
-    t = np.trace(R)
-    if t > 0:
-        s = 2.0 * np.sqrt(1.0 + t)
-        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(max(1.0 + R[i, i] - R[j, j] - R[k, k], 1e-12))
-        q = np.zeros(4)
-        q[0] = (R[k, j] - R[j, k]) / s
-        q[1 + i] = 0.25 * s
-        q[1 + j] = (R[j, i] + R[i, j]) / s
-        q[1 + k] = (R[k, i] + R[i, k]) / s
-    q = np.asarray(q)
-    return q if q[0] >= 0 else -q
 
 
 def splat_arrays(means, quats, scales, opacities, sh) -> dict:
@@ -66,7 +48,8 @@ def splat_arrays(means, quats, scales, opacities, sh) -> dict:
 def c2w_to_wxyz_position(c2w: np.ndarray):
     """[4, 4] OpenCV camera-to-world -> ((w, x, y, z), position), viser's camera pose."""
     c2w = np.asarray(c2w, np.float64)
-    return matrix_to_quaternion(c2w[:3, :3]), c2w[:3, 3].copy()
+    q = rotation_to_quaternion(c2w[:3, :3])
+    return (q if q[0] >= 0 else -q), c2w[:3, 3].copy()
 
 
 def wxyz_position_to_c2w(wxyz, position) -> np.ndarray:

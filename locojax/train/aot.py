@@ -44,6 +44,18 @@ def placeholder_batch(config, local_batch_size: int | None = None) -> Batch:
                  scene_id=np.arange(b, dtype=np.int32))
 
 
+def train_step_from_shapes(run):
+    """(jitted train step, abstract state, abstract batch) of a built run, both abstract values
+    carrying the run's shardings: what `.lower(...)` takes to compile the step from shapes alone."""
+    state_spec = abstract_with_shardings(run.abstract_state, run.state_shardings)
+    bsh = shd.batch_sharding(run.mesh)
+    batch_spec = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=bsh),
+                                        run.example_batch)
+    step = jit_train_step(make_train_step(run.model, run.tx, run.schedule, run.render),
+                          run.state_shardings, bsh, shd.replicated(run.mesh))
+    return step, state_spec, batch_spec
+
+
 def lower_train_step(config, model=None):
     """(jax Lowered, info) of one train step of `config` at its global batch size, from shapes alone.
 
@@ -55,12 +67,7 @@ def lower_train_step(config, model=None):
     from locojax.train.state import count_params
 
     run = build_run(config, placeholder_batch(config), model)
-    state_spec = abstract_with_shardings(run.abstract_state, run.state_shardings)
-    bsh = shd.batch_sharding(run.mesh)
-    batch_spec = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=bsh),
-                                        run.example_batch)
-    step = jit_train_step(make_train_step(run.model, run.tx, run.schedule, run.render),
-                          run.state_shardings, bsh, shd.replicated(run.mesh))
+    step, state_spec, batch_spec = train_step_from_shapes(run)
     t0 = time.perf_counter()
     lowered = step.lower(state_spec, batch_spec)
     frozen = set(config.optimizer.frozen_groups)
