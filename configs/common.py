@@ -130,12 +130,12 @@ def base_config() -> ml_collections.ConfigDict:
 
 
 def quickstart_protocol(config: ml_collections.ConfigDict) -> None:
-    """The embedded-data protocol every `*_tiny` preset trains and is judged on, so that the README's
-    status table compares families on the same held-out scenes: 64x64 synthetic rooms, 2 context views
+    """The embedded-data protocol every `*_tiny` preset trains and is judged on, so that docs/results.md
+    compares families on the same held-out scenes: 64x64 synthetic rooms, 2 context views
     with 4 targets between them, 32 training and 8 test scenes. The evaluation index is the fixed
     `synthetic` one (context at the ends of a 30-frame window, targets inside it). With 6 close views
     copying the nearest one is within 1.4 dB of perfect-depth reprojection; 2 views leave 2.8 dB
-    (shared/design/quickstart_protocol.md). The training sampler stays the family's own."""
+    (docs/results.md). The training sampler stays the family's own."""
     config.dataset = "synthetic"
     data = config.data
     data.eval_protocol = "synthetic"

@@ -1,4 +1,6 @@
-"""LoCoSplat presets (paper 000; training protocol B.2 = VolSplat's official one).
+"""LoCoSplat presets (LoCoSplat: Real-Time Feed-Forward 3D Gaussian Splatting with Minimal 3D Reasoning,
+arXiv 2610.04351; training protocol B.2 = VolSplat's official one). Presets, departures from the paper
+and measured runs: docs/locosplat.md.
 
     locosplat_6v       the paper's main model: RE10K 256x256, 6 context / 8 targets (boundedv2)
     locosplat_12v      12 context views, depth-branch rematerialisation (sec. 2.5 "exact recomputation")
@@ -100,7 +102,7 @@ def _tiny(config):
     """The 2-core CPU quickstart: a tiny trainable trunk and narrow depth branch, 64x64 synthetic
     rooms, 2 context views with targets between them (the pixelSplat/MVSplat protocol: with 6 close
     views copying the nearest one is within 1.4 dB of perfect-depth reprojection, see
-    shared/design/quickstart_protocol.md)."""
+    docs/results.md)."""
     m = config.model
     d = m.depth
     d.trunk = "tiny"
@@ -116,7 +118,7 @@ def _tiny(config):
     d.feature_head_out_channels = (8, 16, 32, 32)
     m.regressor_channels = 32
     config.loss.lpips_weight = 0.0  # LPIPS-VGG dominates a CPU step at this size: MSE only
-    # 100 steps: held-out 24.65 dB vs copy-nearest 20.94, mean colour 18.90 (dataset 1.1.0; README).
+    # 100 steps: held-out 24.65 dB vs copy-nearest 20.94, mean colour 18.90 (dataset 1.1.0; docs/results.md).
     config.total_steps = 100
     config.batch_size = 2
     config.log_every = 10

@@ -1,5 +1,5 @@
 """The whole DepthBranch reproduces the official DepthSplat depth branch (single-scale fixture,
-shared/fixtures/depthsplat_depth_branch) with weights converted by `import_weights(kind="depthsplat")`."""
+tests/fixtures/depthsplat_depth_branch) with weights converted by `import_weights(kind="depthsplat")`."""
 
 import os
 
@@ -10,7 +10,7 @@ import pytest
 from locojax.models.locosplat.convert import convert_depth_branch as import_weights
 from locojax.models.locosplat.depth import DepthBranch, DepthBranchConfig
 
-# made by the official PyTorch code (see its README); a copy of ../shared/fixtures/depthsplat_depth_branch
+# made by the official PyTorch code (see its README)
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depthsplat_depth_branch")
 
 # The fixture's MultiViewUniMatch(num_scales=1, upsample_factor=4, D=64, vit 'tiny', unet 32) and

@@ -1,4 +1,4 @@
-"""Parts of the depth branch against the official DepthSplat fixture (shared/fixtures/
+"""Parts of the depth branch against the official DepthSplat fixture (tests/fixtures/
 depthsplat_depth_branch, made by running cvg/depthsplat's MultiViewUniMatch on CPU)."""
 
 import os
@@ -12,7 +12,7 @@ from locojax.models.locosplat.depth.cnn import CNNEncoder
 from locojax.models.locosplat.depth.mv_transformer import MultiViewTransformer, nearest_views
 from locojax.models.locosplat.depth.cost_volume import plane_sweep_cost_volume
 
-# made by the official PyTorch code (see its README); a copy of ../shared/fixtures/depthsplat_depth_branch
+# made by the official PyTorch code (see its README)
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depthsplat_depth_branch")
 MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
 

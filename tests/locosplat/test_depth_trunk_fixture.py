@@ -1,5 +1,5 @@
 """The DINOv2 trunk reproduces DepthAnythingV2's official `get_intermediate_layers` (fixture
-shared/fixtures/depth_anything_v2, made from the official PyTorch code), loaded through the same
+tests/fixtures/depth_anything_v2, made from the official PyTorch code), loaded through the same
 converter as the released checkpoint; the converter accounts for every key of the ViT-B manifest."""
 
 import json
@@ -13,7 +13,7 @@ from locojax.models.locosplat.convert import convert_depth_branch as import_weig
 from locojax.models.locosplat.depth.config import DepthBranchConfig, TRUNKS
 from locojax.models.locosplat.depth.dinov2 import DinoV2
 
-# made by the official PyTorch code (see its README); a copy of ../shared/fixtures/depth_anything_v2
+# made by the official PyTorch code (see its README)
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depth_anything_v2")
 
 

@@ -1,6 +1,6 @@
 """The depth branch's configuration and output (the interface the LoCoSplat model calls).
 
-Defaults are LoCoSplat's 6-view model (paper sec. 2.1, B.1; `shared/design/locosplat_facts.md` 1-7);
+Defaults are LoCoSplat's 6-view model (paper sec. 2.1, B.1);
 values the paper does not state are VolSplat's official command (marked [inf]). Tiny presets override
 widths in `configs/locosplat.py`.
 """
@@ -14,7 +14,7 @@ import flax.struct
 import jax
 
 # DINOv2 trunks: (embed_dim, heads, blocks, tapped layers). "tiny" is the fixtures' trunk: DINOv2('vitb')
-# settings with embed_dim 64 and 4 heads (shared/fixtures/depth_anything_v2/README.md).
+# settings with embed_dim 64 and 4 heads (tests/fixtures/depth_anything_v2/README.md).
 TRUNKS = {
     "vitb": (768, 12, 12, (2, 5, 8, 11)),
     "vits": (384, 6, 12, (2, 5, 8, 11)),
