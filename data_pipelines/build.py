@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 from data_pipelines import datasets
-from data_pipelines.config import DATASETS
+from data_pipelines.config import DataConfig
+from data_pipelines.registry import DATASETS, spec
 
 
 def main(argv=None) -> int:
@@ -55,19 +56,17 @@ def main(argv=None) -> int:
 
 def _build(p, args) -> int:
     data_dir = datasets.resolve_data_dir(args.data_dir)
-    if args.dataset == "synthetic":
-        from data_pipelines.builders import synthetic as syn
-
-        cfg = syn.synthetic_config(args.num_train, args.num_test, args.image_size, args.image_size,
-                                   args.num_frames, args.seed)
-        builder = syn.make_builder(cfg, data_dir, num_workers=args.workers)
-    else:
-        if args.manual_dir is None:
-            p.error(f"{args.dataset} needs --manual_dir=SRC (the folder with the source files)")
-        builder = datasets.make_builder(args.dataset, data_dir, normalize=args.normalize)
+    dataset = spec(args.dataset)
+    if not dataset.builds_itself and args.manual_dir is None:
+        p.error(f"{args.dataset} needs --manual_dir=SRC (the folder with the source files)")
+    data = DataConfig.parse({"data": dict(
+        synthetic_num_train_scenes=args.num_train, synthetic_num_test_scenes=args.num_test,
+        synthetic_image_size=args.image_size, synthetic_num_frames=args.num_frames, synthetic_seed=args.seed,
+        build_workers=args.workers)})
+    builder = datasets.make_builder(args.dataset, data_dir, config=data, normalize=args.normalize)
     start = time.time()
     already = datasets.is_prepared(builder)
-    if already and args.dataset in ("colmap", "transforms"):
+    if already and dataset.own_scenes:
         source = (builder.info.metadata or {}).get("source")
         if source != str(Path(args.manual_dir).resolve()):
             raise ValueError(f"{builder.data_dir} already holds the {args.dataset} import of {source}; nothing was "

@@ -223,8 +223,10 @@ def check_scene(scene, points=None, num_pairs: int = 3, marks: int = 10) -> tupl
 
 
 def scene_points(dataset: str, builder, key: str):
-    """The imported sparse points of scene `key` (COLMAP imports), else None."""
-    if dataset != "colmap":
+    """The imported sparse points of scene `key` (COLMAP imports: `DatasetSpec.sparse_points`), else None."""
+    from data_pipelines.registry import spec
+
+    if not spec(dataset).sparse_points:
         return None
     from data_pipelines.builders.own_scenes import scene_metadata
     from data_pipelines.readers.posed_images import SparsePoints

@@ -1,11 +1,8 @@
-"""Dataset registry: which TFDS builder holds each dataset, where it lives, its near/far planes.
+"""Built datasets: which TFDS builder holds a dataset, where it lives, building it, its near/far planes.
 
-near/far (metres, or the dataset's units): synthetic 0.5 / 15 (data_pipelines/synthetic/generate.py);
-re10k and acid 1 / 100 (pixelSplat's dataset config; VolSplat trains RE10K with 0.5 / 100 -- set
-config.data.near to match it); dl3dv 1 / 100 (assumed like RE10K: not verified against DepthSplat's
-DL3DV config); scannet 0.5 / 15
-(FreeSplat's evaluation); colmap and transforms (users' own scenes, any units) 0.5 / 100, a wide
-default: the build prints the sparse points' depth range, and `config.data.near` / `.far` override them.
+What distinguishes the datasets is their `DatasetSpec` (data_pipelines/registry.py); this module
+reads it. `NEAR_FAR` and `PRE_RESIZE` are views of the registry kept for callers outside
+`data_pipelines`.
 """
 
 from __future__ import annotations
@@ -13,77 +10,52 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from data_pipelines.config import DATASETS, data_value
-from data_pipelines.errors import DatasetNotBuiltError, UnknownDatasetError
+from data_pipelines.config import DataConfig
+from data_pipelines.errors import DatasetNotBuiltError
+from data_pipelines.registry import DATASET_SPECS, spec
 
-NEAR_FAR = {
-    "synthetic": (0.5, 15.0),
-    "re10k": (1.0, 100.0),
-    "acid": (1.0, 100.0),
-    "dl3dv": (1.0, 100.0),
-    "scannet": (0.5, 15.0),
-    "colmap": (0.5, 100.0),
-    "transforms": (0.5, 100.0),
-}
-# Resize applied before the crop shim (FreeSplat resizes ScanNet frames to 640x480 first).
-PRE_RESIZE = {"scannet": (480, 640)}
+NEAR_FAR = {name: (s.near, s.far) for name, s in DATASET_SPECS.items()}
+PRE_RESIZE = {name: s.pre_resize for name, s in DATASET_SPECS.items() if s.pre_resize is not None}
 FILE_FORMAT = "array_record"  # random access: tfds data sources, resumable iterators
 
 
 def resolve_data_dir(data_dir=None, config=None) -> str:
-    """Explicit argument > config.data.data_dir > $LOCOJAX_DATA_DIR > ~/.cache/locojax/datasets."""
+    """Explicit argument > config.data.data_dir > $LOCOJAX_DATA_DIR > ~/.cache/locojax/datasets.
+    `config`: an experiment config or a `DataConfig`."""
     if data_dir is None and config is not None:
-        data_dir = data_value(config, "data_dir")
+        data_dir = DataConfig.parse(config).data_dir
     if data_dir is None:
         data_dir = os.environ.get("LOCOJAX_DATA_DIR") or os.path.join(Path.home(), ".cache", "locojax", "datasets")
     return str(data_dir)
 
 
 def check_dataset(name: str) -> str:
-    if name not in DATASETS:
-        raise UnknownDatasetError(f"config.dataset={name!r}: unknown dataset; expected one of "
-                                  f"{', '.join(DATASETS)}")
-    return name
+    return spec(name).name
 
 
 def near_far(name: str, config=None) -> tuple[float, float]:
-    near, far = NEAR_FAR[check_dataset(name)]
+    """The dataset's near/far planes, or `config.data.near` / `.far` where set (config: an experiment
+    config or a `DataConfig`)."""
+    s = spec(name)
+    near, far = s.near, s.far
     if config is not None:
-        near = float(data_value(config, "near") or near)
-        far = float(data_value(config, "far") or far)
+        data = DataConfig.parse(config)
+        near = float(data.near or near)
+        far = float(data.far or far)
     return near, far
-
-
-def synthetic_config_from(config=None):
-    """The synthetic builder config matching `config.data.synthetic_*` (defaults if config is None)."""
-    from data_pipelines.builders.synthetic import synthetic_config
-
-    get = (lambda k: data_value(config, k)) if config is not None else (lambda k: data_value({}, k))
-    size = int(get("synthetic_image_size"))
-    return synthetic_config(int(get("synthetic_num_train_scenes")), int(get("synthetic_num_test_scenes")),
-                            size, size, int(get("synthetic_num_frames")), int(get("synthetic_seed")))
 
 
 def make_builder(name: str, data_dir: str, config=None, synthetic=None, normalize: str = "none"):
     """The TFDS builder instance for dataset `name` under `data_dir` (nothing is built here).
-    `normalize` (colmap, transforms) is the scene normalisation of a new import."""
-    check_dataset(name)
-    if name == "synthetic":
-        from data_pipelines.builders import synthetic as syn
 
-        workers = int(data_value(config, "build_workers")) if config is not None else 2
-        return syn.make_builder(synthetic or synthetic_config_from(config), data_dir, num_workers=workers)
-    if name in ("re10k", "acid", "dl3dv"):
-        from data_pipelines.builders import chunks
-
-        return chunks.BUILDERS[name](data_dir=data_dir)
-    if name in ("colmap", "transforms"):
-        from data_pipelines.builders import own_scenes
-
-        return own_scenes.BUILDERS[name](data_dir=data_dir, normalize=normalize)
-    from data_pipelines.builders import scannet
-
-    return scannet.LocojaxScannet(data_dir=data_dir)
+    Args:
+      config: an experiment config or a `DataConfig` (None: the defaults); the synthetic dataset's
+        sizes and build workers come from it.
+      synthetic: a synthetic builder config overriding `config.data.synthetic_*`.
+      normalize: (own scenes: colmap, transforms) the scene normalisation of a new import.
+    """
+    return spec(name).builder_class().for_data(data_dir, DataConfig.parse(config), normalize=normalize,
+                                               synthetic=synthetic)
 
 
 def is_prepared(builder) -> bool:
@@ -93,8 +65,8 @@ def is_prepared(builder) -> bool:
 def rebuild_hint(name: str, builder) -> str:
     """How to rebuild dataset `name` (whose prepared files are in builder.data_dir)."""
     root = Path(str(builder.data_dir)).parents[2]  # <root>/<builder name>/<config>/<version>
-    if name == "synthetic":
-        return f"delete {builder.data_dir} and rerun (the synthetic dataset rebuilds itself)"
+    if spec(name).builds_itself:
+        return f"delete {builder.data_dir} and rerun (the {name} dataset rebuilds itself)"
     return (f"delete {builder.data_dir} and rebuild it with `python -m data_pipelines.build {name} "
             f"--manual_dir=SRC --data_dir={root}`")
 
@@ -112,7 +84,7 @@ def ensure_built(name: str, builder, manual_dir=None):
         return builder
     import tensorflow_datasets as tfds
 
-    if name != "synthetic" and manual_dir is None:
+    if not spec(name).builds_itself and manual_dir is None:
         raise DatasetNotBuiltError(
             f"dataset {name!r} is not built under {builder.data_dir}{_older_builds(builder)}; build it with "
             f"`python -m data_pipelines.build {name} --manual_dir=SRC --data_dir=...`")

@@ -12,6 +12,10 @@ class UnknownDatasetError(DatasetError, ValueError):
     pass
 
 
+class UnknownDataKeyError(DatasetError, ValueError):
+    """A `config.data` key that no part of data_pipelines reads (e.g. a misspelling)."""
+
+
 class DatasetNotBuiltError(DatasetError, FileNotFoundError):
     pass
 

@@ -23,9 +23,10 @@ from locojax.types import Batch, Views
 
 from data_pipelines import augment as aug
 from data_pipelines import datasets, protocols
-from data_pipelines.config import data_value, top_value
+from data_pipelines.config import DataConfig
 from data_pipelines.errors import NoEvaluableScenesError
 from data_pipelines.loading import open_split
+from data_pipelines.registry import spec
 from data_pipelines.samplers import SceneTooShort, make_sampler
 from data_pipelines.scene_frame import apply_scene_frame, check_scene_frame
 from data_pipelines.storage import _text
@@ -52,35 +53,35 @@ class TrainIterator:
     """Infinite iterator of training `Batch`es (numpy). See module docstring for determinism."""
 
     def __init__(self, config, process_index: int = 0, process_count: int = 1):
-        self.dataset = datasets.check_dataset(top_value(config, "dataset", "synthetic"))
-        self.seed = int(top_value(config, "seed", 0))
-        self.batch_size = _per_process(int(top_value(config, "batch_size", 1)), process_count, "config.batch_size")
+        data = DataConfig.parse(config)
+        self.spec = spec(data.dataset)
+        self.dataset = self.spec.name
+        self.seed = data.seed
+        self.batch_size = _per_process(data.batch_size, process_count, "config.batch_size")
         if not 0 <= process_index < process_count:
             raise ValueError(f"process_index={process_index} not in [0, {process_count})")
         self.process_index, self.process_count = process_index, process_count
-        self.image_shape = tuple(int(x) for x in data_value(config, "image_shape"))
-        self.augment = bool(data_value(config, "augment"))
-        self.reflect_prob = float(data_value(config, "reflect_prob"))
+        self.image_shape = data.image_shape
+        self.augment = data.augment
+        self.reflect_prob = data.reflect_prob
         if not 0.0 <= self.reflect_prob <= 1.0:
             raise ValueError(f"config.data.reflect_prob={self.reflect_prob} is not a probability in [0, 1]")
-        self.scene_frame = check_scene_frame(str(data_value(config, "scene_frame")))
-        self.principal_point_crop = bool(data_value(config, "principal_point_crop"))
-        self.load_depth = bool(data_value(config, "load_depth"))
-        self.near, self.far = datasets.near_far(self.dataset, config)
-        self.sampler = make_sampler(
-            data_value(config, "sampler"), dataset=self.dataset,
-            num_context_views=data_value(config, "num_context_views"),
-            num_target_views=data_value(config, "num_target_views"),
-            min_gap=data_value(config, "min_gap"), max_gap=data_value(config, "max_gap"))
-        self.source = open_split(self.dataset, "train", config=config)
+        self.scene_frame = check_scene_frame(data.scene_frame)
+        self.principal_point_crop = data.principal_point_crop
+        self.load_depth = data.load_depth
+        self.near, self.far = datasets.near_far(self.dataset, data)
+        self.sampler = make_sampler(data.sampler, dataset=self.dataset, num_context_views=data.num_context_views,
+                                    num_target_views=data.num_target_views, min_gap=data.min_gap,
+                                    max_gap=data.max_gap)
+        self.source = open_split(self.dataset, "train", config=data)
         self.shard = np.arange(process_index, len(self.source), process_count)
         if len(self.shard) == 0:
             raise ValueError(f"process {process_index}/{process_count} has no training scenes "
                              f"({len(self.source)} in {self.dataset}/train)")
         self.stats = {"skipped_too_short": 0}
         self._step = 0
-        self._prefetch = int(data_value(config, "prefetch"))
-        threads = max(1, int(data_value(config, "num_threads")))
+        self._prefetch = data.prefetch
+        threads = max(1, data.num_threads)
         # Batches are pure functions of the step, so several can be built concurrently (PIL and numpy
         # release the GIL in decoding/resizing/array maths).
         self._pool = concurrent.futures.ThreadPoolExecutor(threads) if self._prefetch > 0 else None
@@ -120,7 +121,7 @@ class TrainIterator:
                 continue
             params = aug.sample_params(rng) if self.augment else None
             frames = np.concatenate([sel.context, sel.target])
-            views = prepare_views(record, frames, self.image_shape, params, datasets.PRE_RESIZE.get(self.dataset),
+            views = prepare_views(record, frames, self.image_shape, params, self.spec.pre_resize,
                                   self.principal_point_crop, with_depth=self.load_depth)
             if self.reflect_prob > 0 and rng.random() < self.reflect_prob:
                 views = views._replace(**dict(zip(("images", "intrinsics", "c2w", "depth"), aug.reflect_views(
@@ -169,7 +170,7 @@ class TrainIterator:
 
 
 def make_train_iterator(config, process_index: int = 0, process_count: int = 1) -> TrainIterator:
-    return TrainIterator(config, process_index, process_count)
+    return TrainIterator(DataConfig.parse(config), process_index, process_count)
 
 
 class EvalIterator:
@@ -181,17 +182,19 @@ class EvalIterator:
     """
 
     def __init__(self, config, protocol: str, process_index: int = 0, process_count: int = 1):
+        data = DataConfig.parse(config)
         self.protocol = protocols.get_protocol(protocol)
-        self.dataset = self.protocol.dataset
-        self.image_shape = tuple(int(x) for x in data_value(config, "image_shape"))
-        self.load_depth = bool(data_value(config, "load_depth"))
-        self.near, self.far = datasets.near_far(self.dataset, config)
-        self.scene_frame = check_scene_frame(str(data_value(config, "scene_frame")))
-        eval_bs = data_value(config, "eval_batch_size")
-        self.batch_size = int(eval_bs) if eval_bs else _per_process(int(top_value(config, "batch_size", 1)),
-                                                                   process_count, "config.batch_size")
-        self.source = open_split(self.dataset, "test", config=config)
-        index = self._index(config)
+        self.spec = spec(self.protocol.dataset)
+        self.dataset = self.spec.name
+        self.image_shape = data.image_shape
+        self.load_depth = data.load_depth
+        self.near, self.far = datasets.near_far(self.dataset, data)
+        self.scene_frame = check_scene_frame(data.scene_frame)
+        eval_bs = data.eval_batch_size
+        self.batch_size = eval_bs if eval_bs else _per_process(data.batch_size, process_count, "config.batch_size")
+        self.source = open_split(self.dataset, "test", config=data)
+        self._eval_key = self.spec.eval_key_function()
+        index = self._index(data)
         entries, missing_scenes, bad_frames, null = [], [], [], 0
         for key, entry in index.items():
             if entry is None:
@@ -202,9 +205,9 @@ class EvalIterator:
                 missing_scenes.append(key)
                 continue
             entries.append((key, scene, np.asarray(entry["context"], np.int32), np.asarray(entry["target"], np.int32)))
-        limit = data_value(config, "eval_num_scenes")
+        limit = data.eval_num_scenes
         if limit is not None:
-            entries = entries[: int(limit)]
+            entries = entries[:limit]
         # Frame range check needs the records; done for the kept entries only.
         checked = []
         for key, scene, ctx, tgt in entries:
@@ -234,21 +237,18 @@ class EvalIterator:
         self.num_batches = math.ceil(per_process / self.batch_size)
 
     def scene_key(self, index_key: str) -> str:
-        """Dataset key of an index key (ScanNet indices name "<scene>_<k>" sub-sequences)."""
-        if self.dataset == "scannet" and index_key not in self.source.index_of:
-            from data_pipelines.readers.scannet_freesplat import eval_key_to_scene
-
-            return eval_key_to_scene(index_key)
+        """Dataset key of an index key (`DatasetSpec.eval_key`: ScanNet indices name "<scene>_<k>"
+        sub-sequences)."""
+        if self._eval_key is not None and index_key not in self.source.index_of:
+            return self._eval_key(index_key)
         return index_key
 
-    def _index(self, config) -> dict:
-        if self.protocol.name != "synthetic":
+    def _index(self, data: DataConfig) -> dict:
+        if not self.protocol.from_dataset:
             return protocols.protocol_index(self.protocol)
-        c = data_value(config, "num_context_views")
-        t = data_value(config, "num_target_views")
-        sampler = make_sampler(data_value(config, "sampler"), dataset="synthetic")
-        c = int(c or sampler.num_context_views)
-        t = int(t or min(sampler.num_target_views, 8))
+        sampler = make_sampler(data.sampler, dataset=self.dataset)
+        c = int(data.num_context_views or sampler.num_context_views)
+        t = int(data.num_target_views or min(sampler.num_target_views, 8))
         frames = [self.source.num_frames(i) for i in range(len(self.source))]
         return protocols.synthetic_index(self.source.keys, frames, c, t)
 
@@ -268,7 +268,7 @@ class EvalIterator:
                 pad = self.num_targets - len(tgt)
                 tgt_frames = np.concatenate([tgt, np.repeat(tgt[-1:], pad)])
                 images, K, c2w, depth = prepare_views(record, np.concatenate([ctx, tgt_frames]), self.image_shape,
-                                                      pre_resize=datasets.PRE_RESIZE.get(self.dataset),
+                                                      pre_resize=self.spec.pre_resize,
                                                       with_depth=self.load_depth)
                 c = len(ctx)
                 if depth is not None:
@@ -291,4 +291,5 @@ class EvalIterator:
 
 def make_eval_iterator(config, protocol: Optional[str] = None, process_index: int = 0, process_count: int = 1) -> EvalIterator:
     """Finite (Batch, keys) iterator; protocol None -> config.data.eval_protocol."""
-    return EvalIterator(config, protocol or data_value(config, "eval_protocol"), process_index, process_count)
+    data = DataConfig.parse(config)
+    return EvalIterator(data, protocol or data.eval_protocol, process_index, process_count)

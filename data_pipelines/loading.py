@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Iterator, Optional, Sequence
 
 from data_pipelines import datasets
+from data_pipelines.config import DataConfig
 from data_pipelines.scene import Scene
 from data_pipelines.storage import SceneSource
 
 
 def open_split(name: str, split: str, data_dir=None, config=None, manual_dir=None, synthetic=None) -> SceneSource:
-    """The `SceneSource` of dataset `name`, split `split` (builds synthetic if missing)."""
-    data_dir = datasets.resolve_data_dir(data_dir, config)
-    builder = datasets.make_builder(name, data_dir, config=config, synthetic=synthetic)
+    """The `SceneSource` of dataset `name`, split `split` (builds synthetic if missing). `config`: an
+    experiment config or a `DataConfig` (None: the defaults)."""
+    data = DataConfig.parse(config)
+    data_dir = datasets.resolve_data_dir(data_dir, data)
+    builder = datasets.make_builder(name, data_dir, config=data, synthetic=synthetic)
     datasets.ensure_built(name, builder, manual_dir=manual_dir)
     return SceneSource(builder, split)
 

@@ -29,6 +29,10 @@ class Protocol:
     index_file: Optional[str]      # relative to INDEX_DIR; None for constructed indices
     num_context_views: Optional[int]
     description: str
+    # C3G protocols: the NoPoSplat 2-view index (relative to INDEX_DIR) their index is constructed from.
+    base_index: Optional[str] = None
+    # The index is constructed from the dataset's test split (`synthetic_index`, by the eval iterator).
+    from_dataset: bool = False
 
 
 PROTOCOLS = {p.name: p for p in [
@@ -48,11 +52,14 @@ PROTOCOLS = {p.name: p for p in [
     Protocol("dl3dv_6v", "dl3dv", "depthsplat_dl3dv/dl3dv_start_0_distance_50_ctx_6v_video_0_50.json", 6, "DepthSplat DL3DV 6 views"),
     Protocol("dl3dv_10_2v4t", "dl3dv", "depthsplat_dl3dv/dl3dv_start_0_distance_10_ctx_2v_tgt_4v.json", 2, "DepthSplat zero-shot RE10K->DL3DV, 2 views, 4 targets"),
 ] + [
-    Protocol(f"c3g_{n}v", "re10k", None, n, f"C3G/GlobalSplat RE10K {n} views (from NoPoSplat's index)") for n in (12, 24, 36)
+    Protocol(f"c3g_{n}v", "re10k", None, n, f"C3G/GlobalSplat RE10K {n} views (from NoPoSplat's index)",
+             base_index="noposplat/evaluation_index_re10k.json") for n in (12, 24, 36)
 ] + [
-    Protocol(f"c3g_acid_{n}v", "acid", None, n, f"C3G/GlobalSplat ACID {n} views") for n in (12, 24, 36)
+    Protocol(f"c3g_acid_{n}v", "acid", None, n, f"C3G/GlobalSplat ACID {n} views",
+             base_index="noposplat/evaluation_index_acid.json") for n in (12, 24, 36)
 ] + [
-    Protocol("synthetic", "synthetic", None, None, "fixed index over the synthetic test split (context count from config)"),
+    Protocol("synthetic", "synthetic", None, None, "fixed index over the synthetic test split (context count from config)",
+             from_dataset=True),
 ]}
 
 
@@ -112,7 +119,6 @@ def protocol_index(protocol: Protocol) -> dict:
     """key -> entry or None, in file order (synthetic has no file: see iterators)."""
     if protocol.index_file is not None:
         return read_index(protocol.index_file)
-    if protocol.name.startswith("c3g_"):
-        base = "noposplat/evaluation_index_acid.json" if "acid" in protocol.name else "noposplat/evaluation_index_re10k.json"
-        return c3g_index(read_index(base), protocol.num_context_views)
+    if protocol.base_index is not None:
+        return c3g_index(read_index(protocol.base_index), protocol.num_context_views)
     raise ValueError(f"protocol {protocol.name!r} is built from the dataset, not an index file")

@@ -27,6 +27,12 @@ class _ChunkBuilder(tfds.core.GeneratorBasedBuilder):
                      "1.1.0": "records in chunk order (1.0.0 shuffled them; see docs/data.md)"}
     MANUAL_DOWNLOAD_INSTRUCTIONS = "manual_dir: a folder with train/ and/or test/ stage folders of *.torch chunks + index.json"
 
+    @classmethod
+    def for_data(cls, data_dir: str, data, normalize: str = "none", synthetic=None) -> "_ChunkBuilder":
+        """The builder under `data_dir` (the registry's interface, `DatasetSpec.builder`); `data`
+        (a `DataConfig`), `normalize` and `synthetic` do not apply to a converted dataset."""
+        return cls(data_dir=data_dir)
+
     def _info(self) -> tfds.core.DatasetInfo:
         # Records keep chunk order, the order of the metadata's keys_<split> that SceneSource indexes
         # by; TFDS 4.9 reads disable_shuffling only from DatasetInfo, not from a class attribute.

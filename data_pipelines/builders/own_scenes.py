@@ -28,6 +28,12 @@ class _OwnScenesBuilder(tfds.core.GeneratorBasedBuilder):
         self._normalize = normalize
         super().__init__(**kwargs)
 
+    @classmethod
+    def for_data(cls, data_dir: str, data, normalize: str = "none", synthetic=None) -> "_OwnScenesBuilder":
+        """The builder under `data_dir` (the registry's interface, `DatasetSpec.builder`); `normalize`
+        is the scene normalisation of a new import; `data` and `synthetic` do not apply."""
+        return cls(data_dir=data_dir, normalize=normalize)
+
     def _info(self) -> tfds.core.DatasetInfo:
         # disable_shuffling must reach DatasetInfo (a class attribute is ignored by TFDS 4.9): records
         # then keep the sorted folder order that the metadata's keys_test lists.

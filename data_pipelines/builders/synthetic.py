@@ -38,6 +38,13 @@ def synthetic_config(num_train=256, num_test=32, height=256, width=256, num_fram
                            height=height, width=width, num_frames=num_frames, seed=seed)
 
 
+def synthetic_config_from(data) -> SyntheticConfig:
+    """The builder config of `config.data.synthetic_*` (`data`: a `data_pipelines.config.DataConfig`)."""
+    size = data.synthetic_image_size
+    return synthetic_config(data.synthetic_num_train_scenes, data.synthetic_num_test_scenes, size, size,
+                            data.synthetic_num_frames, data.synthetic_seed)
+
+
 class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
     """Procedural furnished rooms, walkthrough trajectories, analytic ray-cast images and depth."""
 
@@ -49,6 +56,13 @@ class LocojaxSynthetic(tfds.core.GeneratorBasedBuilder):
     def __init__(self, *, num_workers: int = 2, **kwargs):
         self._num_workers = max(1, min(int(num_workers), 2))  # the machine has 2 cores, shared
         super().__init__(**kwargs)
+
+    @classmethod
+    def for_data(cls, data_dir: str, data, normalize: str = "none", synthetic=None) -> "LocojaxSynthetic":
+        """The builder of `config.data.synthetic_*` (or of the builder config `synthetic`) under
+        `data_dir`, rendering with `config.data.build_workers` processes (the registry's interface,
+        `DatasetSpec.builder`; `data` is a `DataConfig`, `normalize` does not apply)."""
+        return make_builder(synthetic or synthetic_config_from(data), data_dir, num_workers=data.build_workers)
 
     def _info(self) -> tfds.core.DatasetInfo:
         return self.dataset_info_from_configs(
