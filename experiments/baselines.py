@@ -84,15 +84,14 @@ def main(argv=None) -> int:
     if args.config is not None:
         from locojax.train.run import eval_config, eval_protocol
 
-        try:
+        with cli.OneLineErrors({(DatasetError, FileNotFoundError, ValueError): 2}) as failed:
             from data_pipelines.config import top_value
             from data_pipelines.datasets import check_dataset
 
             check_dataset(top_value(args.config, "dataset", "synthetic"))  # the run's (even if the protocol's differs)
             result = evaluate(eval_config(args.config), eval_protocol(args.config, args.protocol))
-        except (DatasetError, FileNotFoundError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        if failed.exit_code:
+            return failed.exit_code
         print(json.dumps(result))
         return 0
     protocol = args.protocol or "synthetic"

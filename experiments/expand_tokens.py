@@ -75,12 +75,9 @@ def main(argv=None) -> int:
         return args
     from locojax.train.run_dir import ConfigMismatchError
 
-    try:
+    with cli.OneLineErrors({(ConfigMismatchError, FileNotFoundError, ValueError): 2}) as failed:
         expand_run(args.config, args.workdir, args.to, args.num_tokens, args.noise_std, args.step)
-    except (ConfigMismatchError, FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return failed.exit_code
 
 
 if __name__ == "__main__":
