@@ -226,7 +226,8 @@ def main(argv=None) -> int:
     from data_pipelines.errors import DatasetError
     from locojax.train.checkpoint import CorruptCheckpointError
 
-    with cli.OneLineErrors({(CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError, OSError): 2}) as failed:
+    with cli.OneLineErrors({(CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError,
+                             OSError): 2}) as failed:
         viewer = Viewer(args.workdir, data_dir=args.data_dir, scene=args.scene, dataset=args.dataset,
                         host=args.host, port=args.port, step=args.step, render_height=args.render_height)
     if failed.exit_code:
