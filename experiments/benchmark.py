@@ -14,6 +14,8 @@ import os
 import pkgutil
 import sys
 
+from experiments import cli
+
 
 def _has_main(path: str) -> bool:
     """Whether the module at `path` defines a top-level `main` (read, not imported: importing would
@@ -52,14 +54,11 @@ def main(argv=None) -> int:
         os.environ[compile_cache.ENV_VAR] = a.split("=", 1)[1]
         rest.remove(a)
     if name not in names:
-        print(f"error: unknown benchmark {name!r}; available: {', '.join(names) or '(none yet)'}",
-              file=sys.stderr)
-        return 2
-    try:
+        return cli.error(f"unknown benchmark {name!r}; available: {', '.join(names) or '(none yet)'}")
+    with cli.OneLineErrors({OSError: 2}) as failed:
         compile_cache.enable()
-    except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    if failed.exit_code:
+        return failed.exit_code
     module = importlib.import_module(f"experiments.benchmarks.{name}")
     rc = module.main(rest)
     return int(rc or 0)

@@ -8,14 +8,20 @@ more than once, e.g. by tests) and calls `parse`:
         args = cli.parse(argv, _define_flags, doc=__doc__)
         if isinstance(args, int):      # --help, --list_configs, --print_config, or a bad flag (printed)
             return args
-        train_and_evaluate(args.config, args.workdir)
+        with cli.OneLineErrors({(FileNotFoundError, ValueError): 2}) as failed:
+            train_and_evaluate(args.config, args.workdir)
+        return failed.exit_code
+
+A user's mistake (a missing file, a config that does not fit the run, a corrupt checkpoint) is one
+line `error: ...` on stderr and exit code 2 (`error`, `OneLineErrors`); anything else is a bug and
+keeps its traceback.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence, Type, Union
 
 from absl import flags
 
@@ -127,9 +133,52 @@ def parse(argv: Optional[Sequence[str]], define: Callable[[flags.FlagValues], No
 
         compile_cache.enable(fv["jax_cache_dir"].value)
     except (flags.Error, ConfigError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return error(e)
     return Args(fv, cfg)
+
+
+def error(message, exit_code: int = 2) -> int:
+    """Prints `error: MESSAGE` (one line) on stderr and returns `exit_code`, for `main` to return."""
+    print(f"error: {message}", file=sys.stderr)
+    return exit_code
+
+
+ErrorKinds = Union[Type[BaseException], tuple]
+
+
+class OneLineErrors:
+    """Context manager around the work of an entry point's `main`: an exception of a known kind raised
+    in its body is printed as one line `error: MESSAGE` on stderr (no traceback) and swallowed, and
+    `exit_code` becomes that kind's exit code (it stays 0 when the body finishes). Any other exception
+    propagates with its traceback (a bug, not a user's mistake).
+
+        with cli.OneLineErrors({(ConfigMismatchError, FileNotFoundError): 2, NonFiniteError: 3}) as failed:
+            out = train_and_evaluate(config, workdir)
+        if failed.exit_code:
+            return failed.exit_code
+
+    Args:
+      exit_codes: {exception class, or tuple of classes: exit code}, matched in order like `except`
+        clauses.
+      message: the text after "error: " for a caught exception (default `str`).
+    """
+
+    def __init__(self, exit_codes: Mapping[ErrorKinds, int], message: Callable[[BaseException], str] = str):
+        self._exit_codes = dict(exit_codes)
+        self._message = message
+        self.exit_code = 0
+
+    def __enter__(self) -> "OneLineErrors":
+        return self
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        if value is None:
+            return False
+        for kinds, code in self._exit_codes.items():
+            if isinstance(value, kinds):
+                self.exit_code = error(self._message(value), code)
+                return True
+        return False
 
 
 def define_cache_flag(fv: flags.FlagValues) -> None:

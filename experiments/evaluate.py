@@ -58,8 +58,7 @@ def main(argv=None) -> int:
     cli.maybe_initialize_distributed(args)
     config = args.config
     if args.compare and not os.path.isfile(args.compare):  # before the evaluation, not after it
-        print(f"error: --compare={args.compare}: no such file", file=sys.stderr)
-        return 2
+        return cli.error(f"--compare={args.compare}: no such file")
     if args.num_scenes is not None:
         config.eval.num_scenes = int(args.num_scenes)
 
@@ -71,21 +70,19 @@ def main(argv=None) -> int:
     export = None
     if args.export_ply:
         export = list(args.ply_scenes) if args.ply_scenes else args.ply_count
-    try:
+    with cli.OneLineErrors({(ConfigMismatchError, CorruptCheckpointError, DatasetError, FileNotFoundError,
+                             ValueError): 2}) as failed:
         out = evaluate_checkpoint(config, args.workdir, step=args.step, protocol=args.protocol,
                                   export_ply=export)
-    except (ConfigMismatchError, CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    if failed.exit_code:
+        return failed.exit_code
     if args.compare:
         from locojax.train.compare import print_paired_comparison
 
-        try:
+        with cli.OneLineErrors({(KeyError, ValueError): 2},
+                               message=lambda e: f"--compare={args.compare}: {e}") as failed:
             print_paired_comparison(out["json"], args.compare)
-        except (KeyError, ValueError) as e:
-            print(f"error: --compare={args.compare}: {e}", file=sys.stderr)
-            return 2
-    return 0
+    return failed.exit_code
 
 
 if __name__ == "__main__":

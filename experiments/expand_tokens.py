@@ -47,11 +47,7 @@ def expand_run(config, src: str, dst: str, num_tokens: int, noise_std: float = 0
 
     from locojax.models.locusgs.expand import expand_params
     from locojax.train import checkpoint as ckpt
-    from locojax.train.aot import placeholder_batch
-    from locojax.train.import_run import _merge
-    from locojax.train.loop import build_run
-    from locojax.train.run_dir import check_or_save_config, write_run_json
-    from locojax.train.state import count_params, create_state
+    from locojax.train.import_run import start_run_from_params
 
     src, dst = os.path.abspath(src), os.path.abspath(dst)
     if config.get("model_family") != "locusgs":
@@ -61,33 +57,15 @@ def expand_run(config, src: str, dst: str, num_tokens: int, noise_std: float = 0
     old = int(config.model.num_tokens)
     if num_tokens < old:
         raise ValueError(f"--num_tokens={num_tokens} < the run's config.model.num_tokens={old}")
-    manager = ckpt.make_manager(src, 1000, async_save=False)
-    try:
-        steps = sorted(manager.all_steps())
-        if not steps:
-            raise FileNotFoundError(f"--workdir={src}: no complete checkpoint")
-        step = steps[-1] if step is None else int(step)
-        raw = ckpt.restore_raw_params(manager, step)
-    finally:
-        manager.close()
+    raw, step = ckpt.restore_params(src, step, flag="--workdir")
     params = expand_params(jax.device_get(raw), num_tokens, noise_std=noise_std, seed=int(config.seed))
     config = config.copy_and_resolve_references()
     config.model.num_tokens = num_tokens
-    run = build_run(config, placeholder_batch(config))
-    state = create_state(run.init_fn, jax.random.PRNGKey(int(config.seed)), run.example_batch, run.state_shardings)
-    merged, kept = _merge(params, jax.device_get(state.params), f"--workdir={src} (step {step})")
-    if kept:
-        raise ValueError(f"--workdir={src} (step {step}): no values for {', '.join(kept)}")
-    state = state.replace(params=jax.device_put(merged, run.state_shardings.params))
-    check_or_save_config(config, dst, write=True)
-    out_manager = ckpt.make_manager(dst, int(config.keep_checkpoints), async_save=False)
-    ckpt.save(out_manager, 0, state, {"processes": [], "expanded_from": src, "from_step": step})
-    out_manager.wait_until_finished()
-    out_manager.close()
-    write_run_json(dst, config, num_params=count_params(merged), num_gaussians=run.model.num_gaussians,
-                   extra=dict(expanded_from=src, from_step=step, from_tokens=old))
+    out = start_run_from_params(config, dst, params, where=f"--workdir={src} (step {step})",
+                                data_state={"expanded_from": src, "from_step": step},
+                                run_json=dict(expanded_from=src, from_step=step, from_tokens=old), require_all=True)
     print(f"expanded {src} (step {step}, {old} tokens) -> {dst} ({num_tokens} tokens, checkpoint 0)")
-    return dict(checkpoint=os.path.join(dst, ckpt.CHECKPOINT_DIR, "0"), from_step=step, from_tokens=old)
+    return dict(checkpoint=out["checkpoint"], from_step=step, from_tokens=old)
 
 
 def main(argv=None) -> int:
@@ -97,12 +75,9 @@ def main(argv=None) -> int:
         return args
     from locojax.train.run_dir import ConfigMismatchError
 
-    try:
+    with cli.OneLineErrors({(ConfigMismatchError, FileNotFoundError, ValueError): 2}) as failed:
         expand_run(args.config, args.workdir, args.to, args.num_tokens, args.noise_std, args.step)
-    except (ConfigMismatchError, FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return failed.exit_code
 
 
 if __name__ == "__main__":

@@ -53,12 +53,9 @@ def main(argv=None) -> int:
     from locojax.train.import_run import import_weights
     from locojax.train.run_dir import ConfigMismatchError
 
-    try:
+    with cli.OneLineErrors({(ConfigMismatchError, FileNotFoundError, ImportError, ValueError): 2}) as failed:
         import_weights(args.family, getattr(args, "from"), args.workdir, args.config, kind=args.kind)
-    except (ConfigMismatchError, FileNotFoundError, ImportError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return failed.exit_code
 
 
 if __name__ == "__main__":

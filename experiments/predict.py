@@ -50,17 +50,15 @@ def main(argv=None) -> int:
     try:
         context = [int(c) for c in args.context] if args.context else None
     except ValueError:
-        print(f"error: --context={','.join(args.context)}: expected comma-separated frame indices", file=sys.stderr)
-        return 2
-    try:
+        return cli.error(f"--context={','.join(args.context)}: expected comma-separated frame indices")
+    # (str(KeyError) quotes its message: the quotes are dropped)
+    with cli.OneLineErrors({(CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError, KeyError): 2},
+                           message=lambda e: str(e).strip("'")) as failed:
         predict_scene(args.workdir, args.data_dir, args.scene, context=context, dataset=args.dataset,
                       step=args.step, path=args.path, frames=args.frames, fps=args.fps,
                       max_held_out=args.max_held_out, out_dir=args.out, near=args.near, far=args.far,
                       lpips=args.lpips)
-    except (CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError, KeyError) as e:
-        print(f"error: {str(e).strip(chr(39))}", file=sys.stderr)
-        return 2
-    return 0
+    return failed.exit_code
 
 
 if __name__ == "__main__":

@@ -40,13 +40,10 @@ def main(argv=None) -> int:
     from locojax.train.checkpoint import CorruptCheckpointError
     from locojax.train.render_run import render_video
 
-    try:
+    with cli.OneLineErrors({(CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError): 2}) as failed:
         render_video(args.workdir, scene=args.scene, path=args.path, frames=args.frames, step=args.step,
                      fps=args.fps, protocol=args.protocol, gif=args.gif and not args.no_gif)
-    except (CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return failed.exit_code
 
 
 if __name__ == "__main__":

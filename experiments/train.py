@@ -47,14 +47,11 @@ def main(argv=None) -> int:
     from locojax.train.loop import NonFiniteError, train_and_evaluate
     from locojax.train.run_dir import ConfigMismatchError
 
-    try:
+    with cli.OneLineErrors({(ConfigMismatchError, CorruptCheckpointError, DatasetError, FileNotFoundError,
+                             ParamsMismatchError): 2, NonFiniteError: 3}) as failed:
         out = train_and_evaluate(args.config, args.workdir, init_from=args.init_from)
-    except (ConfigMismatchError, CorruptCheckpointError, DatasetError, FileNotFoundError, ParamsMismatchError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except NonFiniteError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 3
+    if failed.exit_code:
+        return failed.exit_code
     if not out["stopped"] and out["eval"] is not None:  # (a SIGTERM stop was already reported)
         print(f"done: step {out['step']}, held-out PSNR {out['eval']['psnr']:.2f}")
     return 0

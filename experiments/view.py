@@ -226,12 +226,12 @@ def main(argv=None) -> int:
     from data_pipelines.errors import DatasetError
     from locojax.train.checkpoint import CorruptCheckpointError
 
-    try:
+    with cli.OneLineErrors({(CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError,
+                             OSError): 2}) as failed:
         viewer = Viewer(args.workdir, data_dir=args.data_dir, scene=args.scene, dataset=args.dataset,
                         host=args.host, port=args.port, step=args.step, render_height=args.render_height)
-    except (CorruptCheckpointError, DatasetError, FileNotFoundError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    if failed.exit_code:
+        return failed.exit_code
     print(f"viewer of {args.workdir} at {viewer.url} (Ctrl-C stops it)", flush=True)
     try:
         while True:

@@ -54,9 +54,9 @@ def measure(config, with_eval: bool = True) -> dict:
 
     from locojax.train import aot
     from locojax.train.evaluate import Evaluator
-    from locojax.train.loop import build_run
+    from locojax.train.run import build_run, placeholder_batch
 
-    run = build_run(config, aot.placeholder_batch(config))
+    run = build_run(config, placeholder_batch(config))
     step, state_spec, batch_spec = aot.train_step_from_shapes(run)
     out = {"train": _timed_stages(step, state_spec, batch_spec)}
     out["train"].pop("_compiled")

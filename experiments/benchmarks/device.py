@@ -192,16 +192,16 @@ def bench_train_step(name: str, steps: int, overrides=()) -> dict:
     import configs
     from locojax.train import aot
     from locojax.train import sharding as shd
-    from locojax.train.loop import build_run
+    from locojax.train.run import build_run, placeholder_batch
     from locojax.train.state import create_state
 
     config = configs.get_config(name)
     configs.apply_overrides(config, list(overrides))
     config.batch_size = 1
     compiled, info = aot.compile_train_step(config)
-    run = build_run(config, aot.placeholder_batch(config))
+    run = build_run(config, placeholder_batch(config))
     state = create_state(run.init_fn, jax.random.PRNGKey(0), run.example_batch, run.state_shardings)
-    batch = shd.global_batch(aot.placeholder_batch(config), run.mesh)
+    batch = shd.global_batch(placeholder_batch(config), run.mesh)
     t = time.perf_counter()
     state, m = compiled(state, batch)
     jax.block_until_ready(m)

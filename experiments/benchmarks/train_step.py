@@ -60,13 +60,13 @@ def main(argv) -> int:
         if args.steps > 0:
             info["rss_after_compile_bytes"] = release_freed_memory()
             print(f"resident memory after compile: {_gib(info['rss_after_compile_bytes'])} GiB", flush=True)
-            from locojax.train.loop import build_run
+            from locojax.train.run import build_run, placeholder_batch
             from locojax.train import sharding as shd
             from locojax.train.state import create_state
 
-            run = build_run(config, aot.placeholder_batch(config))
+            run = build_run(config, placeholder_batch(config))
             state = create_state(run.init_fn, jax.random.PRNGKey(0), run.example_batch, run.state_shardings)
-            batch = shd.global_batch(aot.placeholder_batch(config), run.mesh)
+            batch = shd.global_batch(placeholder_batch(config), run.mesh)
             print(f"resident memory with state and batch: {_gib(resident_bytes())} GiB", flush=True)
             t0 = time.perf_counter()
             state, m = compiled(state, batch)

@@ -1,5 +1,7 @@
 """The shared trainer / evaluator of every model family.
 
+  run         build_run(config, batch) -> Run (model, mesh, optimizer, abstract state), DataSource,
+              placeholder batches: what training, evaluation, aot and imports start from
   optimizer   optax AdamW, the papers' schedules, clipping, parameter groups, weight-decay masks
   sharding    Mesh over all devices, batch on "data", params replicated or FSDP-sharded
   state       TrainState and its abstract (eval_shape) form serving init, sharding and restore

@@ -10,38 +10,9 @@ import numpy as np
 
 from locojax.train import sharding as shd
 from locojax.train.checkpoint import abstract_with_shardings
+from locojax.train.run import build_run, placeholder_batch
+from locojax.train.state import count_params
 from locojax.train.step import jit_train_step, make_train_step
-from locojax.types import Batch, Views
-
-
-def placeholder_views(batch_size: int, num_views: int, image_shape, depth: bool = False) -> Views:
-    """Zero images with valid cameras (identity poses, unit normalized focal length) [B, V, ...];
-    `depth`: with Views.depth [B, V, H, W] (as `config.data.load_depth=True` batches have)."""
-    h, w = image_shape
-    k = np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]], np.float32)
-    shape = (batch_size, num_views)
-    return Views(
-        images=np.zeros(shape + (h, w, 3), np.float32),
-        intrinsics=np.broadcast_to(k, shape + (3, 3)).copy(),
-        c2w=np.broadcast_to(np.eye(4, dtype=np.float32), shape + (4, 4)).copy(),
-        near=np.full(shape, 0.1, np.float32),
-        far=np.full(shape, 100.0, np.float32),
-        index=np.broadcast_to(np.arange(num_views, dtype=np.int32), shape).copy(),
-        depth=np.ones(shape + (h, w), np.float32) if depth else None,
-    )
-
-
-def placeholder_batch(config, local_batch_size: int | None = None) -> Batch:
-    """A process-local Batch with the shapes `config.data` implies (for shapes only)."""
-    b = int(config.batch_size) // jax.process_count() if local_batch_size is None else local_batch_size
-    d = config.data
-    for key in ("num_context_views", "num_target_views", "image_shape"):
-        if d.get(key) is None:
-            raise ValueError(f"config.data.{key} must be set to compile from shapes alone")
-    depth = bool(d.get("load_depth", False))
-    return Batch(context=placeholder_views(b, int(d.num_context_views), tuple(d.image_shape), depth),
-                 target=placeholder_views(b, int(d.num_target_views), tuple(d.image_shape), depth),
-                 scene_id=np.arange(b, dtype=np.int32))
 
 
 def train_step_from_shapes(run):
@@ -63,9 +34,6 @@ def lower_train_step(config, model=None):
     optimizer state), lower_seconds, and XLA's HLO cost analysis (flops, bytes accessed) when the
     backend provides it.
     """
-    from locojax.train.loop import build_run
-    from locojax.train.state import count_params
-
     run = build_run(config, placeholder_batch(config), model)
     step, state_spec, batch_spec = train_step_from_shapes(run)
     t0 = time.perf_counter()

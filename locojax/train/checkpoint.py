@@ -190,6 +190,35 @@ def restore_raw_params(manager, step: int) -> dict:
     return state["params"]
 
 
+def restore_params(workdir: str, step: int | None = None, flag: str | None = None) -> tuple[dict, int]:
+    """The `params` of checkpoint `step` (default: the latest) of the run in `workdir`, read without a
+    target structure (`restore_raw_params`: another run's optimizer state may differ from ours).
+
+    Args:
+      workdir: a run directory (holding `checkpoints/`); nothing is written there.
+      step: which checkpoint; None for the latest complete one.
+      flag: the command-line flag that named `workdir` (e.g. "--init_from"), so that errors say
+        "--init_from=DIR: ..."; None names the directory alone.
+    Returns:
+      (params as a nested dict of host numpy arrays, the step read).
+    Raises FileNotFoundError when there is no `checkpoints/` or no complete checkpoint in it, and
+    CorruptCheckpointError when the step cannot be read.
+    """
+    workdir = os.path.abspath(workdir)
+    name = f"{flag}={workdir}" if flag else workdir
+    if not os.path.isdir(os.path.join(workdir, CHECKPOINT_DIR)):
+        raise FileNotFoundError(f"{name}: no checkpoints/ there")
+    manager = make_manager(workdir, 1000, async_save=False)
+    try:
+        steps = sorted(manager.all_steps())
+        if not steps:
+            raise FileNotFoundError(f"{name}: no complete checkpoint")
+        step = steps[-1] if step is None else int(step)
+        return restore_raw_params(manager, step), step
+    finally:
+        manager.close()
+
+
 class StopSignal:
     """Turns SIGTERM (preemption, `kill`) into a flag the loop polls between steps, so that it can
     save a checkpoint and exit cleanly instead of dying mid-step. The flag is per process; in a

@@ -3,7 +3,7 @@
 one forward pass and one training step (XLA's cost analysis, loop-corrected: `locojax.train.flops`).
 
 Nothing is allocated: the parameters and optimizer state come from `jax.eval_shape`, the batch is
-`aot.placeholder_batch` as ShapeDtypeStructs, and the functions are traced and lowered, never compiled.
+`run.placeholder_batch` as ShapeDtypeStructs, and the functions are traced and lowered, never compiled.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import jax
 import numpy as np
 
 from locojax.train import sharding as shd
-from locojax.train.aot import placeholder_batch
 from locojax.train.flops import count_flops
+from locojax.train.run import build_run, placeholder_batch
 from locojax.train.state import count_params
 from locojax.train.step import jit_train_step, make_train_step
 
@@ -36,8 +36,6 @@ def describe(config, *, flops: bool = True) -> dict:
     params_per_part (when the model has `param_parts(params)`, e.g. LoCoSplat's W / g / h),
     num_gaussians, batch_size, flops_forward (one scene), flops_train_step (the config's global
     batch), flops_*_xla (XLA's uncorrected counts), while_loops_counted_once, seconds}."""
-    from locojax.train.loop import build_run  # (build_run only traces: eval_shape of init + optimizer)
-
     t0 = time.perf_counter()
     run = build_run(config, placeholder_batch(config))
     params = run.abstract_state.params

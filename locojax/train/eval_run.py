@@ -10,7 +10,7 @@ import jax
 
 from locojax.train import checkpoint as ckpt
 from locojax.train.evaluate import Evaluator, format_table, summarize, write_results
-from locojax.train.loop import DataSource, build_run, default_data_source, eval_config, eval_protocol, peek_batch
+from locojax.train.run import DataSource, build_run, default_data_source, eval_config, eval_protocol, peek_batch
 from locojax.train.run_dir import EVAL_MAY_CHANGE, check_config
 
 

@@ -1,5 +1,6 @@
 """Pretrained weights from a user's file -> a run directory (what `python -m experiments.import_weights`
-runs), and `init_params_from` for `train --init_from=DIR`.
+runs), `init_params_from` for `train --init_from=DIR`, and `start_run_from_params`, the new run directory
+with given params as checkpoint 0 that `import_weights` and `experiments.expand_tokens` write.
 
 The family's converter is `locojax.models.<family>.convert.import_weights(state_dict, config, kind)`:
 
@@ -27,8 +28,7 @@ import numpy as np
 from flax import traverse_util
 
 from locojax.train import checkpoint as ckpt
-from locojax.train.aot import placeholder_batch
-from locojax.train.loop import build_run
+from locojax.train.run import build_run, placeholder_batch
 from locojax.train.run_dir import check_or_save_config, write_run_json
 from locojax.train.state import count_params, create_state
 
@@ -83,9 +83,17 @@ def family_converter(family: str):
     return module.import_weights
 
 
-def _merge(imported: dict, fresh, where: str) -> tuple[dict, list[str]]:
-    """Imported leaves replace the `fresh` ones (arrays, or ShapeDtypeStructs when every leaf is
-    imported); shapes must agree. Returns (params as numpy, top-level groups left fresh)."""
+def merge_params(imported: dict, fresh, where: str) -> tuple[dict, list[str]]:
+    """Imported leaves replace the `fresh` ones; shapes must agree.
+
+    Args:
+      imported: nested dict of arrays, a sub-tree of the model's params.
+      fresh: the model's params (arrays, or ShapeDtypeStructs when every leaf is imported).
+      where: how errors name the imported params' source (e.g. "--from=FILE").
+    Returns:
+      (params as numpy in the fresh dtypes, top-level groups left fresh); ParamsMismatchError (one
+      line) for imported keys the model does not have or shapes that differ.
+    """
     flat_init = traverse_util.flatten_dict(fresh)
     flat_new = traverse_util.flatten_dict(imported)
     unknown = sorted("/".join(p) for p in flat_new if p not in flat_init)
@@ -112,43 +120,59 @@ def import_weights(family: str, source: str, workdir: str, config, kind: str = "
         raise ValueError(f"--workdir={workdir} already holds checkpoints; import into a new directory")
     convert = family_converter(family)
     imported = convert(load_state_dict(source), config, kind)
+    out = start_run_from_params(config, workdir, imported, where=f"--from={source}",
+                                data_state={"imported_from": os.path.abspath(source), "kind": kind},
+                                run_json=dict(imported_from=os.path.abspath(source), import_kind=kind))
+    if verbose:
+        print(f"imported {out['num_params']:,} parameters from {source} ({family}, {kind}) -> {out['checkpoint']}")
+        if out["kept_init"]:
+            print(f"not in the file, kept at their initialisation: {', '.join(out['kept_init'])}")
+    return out
+
+
+def start_run_from_params(config, workdir: str, params: dict, *, where: str, data_state: dict,
+                          run_json: dict, require_all: bool = False) -> dict:
+    """Writes a new run directory whose checkpoint 0 holds `params` (the rest of the model's params at
+    their fresh initialisation from `config.seed`), with `config.json` and `run.json`, so that
+    `evaluate`, `render` and `train --init_from` use it like any trained run.
+
+    Args:
+      config: the new run's resolved config.
+      workdir: the new run directory; the caller checks that it holds no checkpoint (naming its flag).
+      params: nested dict of arrays, a sub-tree of the model's params.
+      where: how errors name the params' source (e.g. "--from=FILE").
+      data_state: where the params came from, saved beside `{"processes": []}` as the checkpoint's
+        data state (no data iterator has run yet).
+      run_json: the same for `run.json` (its `extra` fields).
+      require_all: every param must be given (ParamsMismatchError naming the missing groups).
+    Returns:
+      {"checkpoint": path of checkpoint 0, "kept_init": top-level param groups left at their
+      initialisation, "num_params": parameters given}.
+    """
+    workdir = os.path.abspath(workdir)
     run = build_run(config, placeholder_batch(config))
     state = create_state(run.init_fn, jax.random.PRNGKey(int(config.seed)), run.example_batch,
                          run.state_shardings)
-    params, kept = _merge(imported, jax.device_get(state.params), f"--from={source}")
-    state = state.replace(params=jax.device_put(params, run.state_shardings.params))
+    merged, kept = merge_params(params, jax.device_get(state.params), where)
+    if require_all and kept:
+        raise ParamsMismatchError(f"{where}: no values for {', '.join(kept)}")
+    state = state.replace(params=jax.device_put(merged, run.state_shardings.params))
     check_or_save_config(config, workdir, write=True)
     manager = ckpt.make_manager(workdir, int(config.keep_checkpoints), async_save=False)
-    ckpt.save(manager, 0, state, {"processes": [], "imported_from": os.path.abspath(source), "kind": kind})
+    ckpt.save(manager, 0, state, {"processes": [], **data_state})
     manager.wait_until_finished()
     manager.close()
-    n = count_params(imported)
-    write_run_json(workdir, config, num_params=n, num_gaussians=run.model.num_gaussians,
-                   extra=dict(imported_from=os.path.abspath(source), import_kind=kind))
-    out = dict(checkpoint=os.path.join(workdir, ckpt.CHECKPOINT_DIR, "0"), kept_init=kept, num_params=n)
-    if verbose:
-        print(f"imported {n:,} parameters from {source} ({family}, {kind}) -> {out['checkpoint']}")
-        if kept:
-            print(f"not in the file, kept at their initialisation: {', '.join(kept)}")
-    return out
+    n = count_params(params)
+    write_run_json(workdir, config, num_params=n, num_gaussians=run.model.num_gaussians, extra=run_json)
+    return dict(checkpoint=os.path.join(workdir, ckpt.CHECKPOINT_DIR, "0"), kept_init=kept, num_params=n)
 
 
 def init_params_from(source_workdir: str, run, step=None):
     """The params of checkpoint `step` (default: the latest) of the run in `source_workdir`, in this
     run's shardings; ValueError when they do not fit this run's model."""
     source_workdir = os.path.abspath(source_workdir)
-    if not os.path.isdir(os.path.join(source_workdir, ckpt.CHECKPOINT_DIR)):
-        raise FileNotFoundError(f"--init_from={source_workdir}: no checkpoints/ there")
-    manager = ckpt.make_manager(source_workdir, 1000, async_save=False)
-    try:
-        steps = sorted(manager.all_steps())
-        if not steps:
-            raise FileNotFoundError(f"--init_from={source_workdir}: no complete checkpoint")
-        step = steps[-1] if step is None else int(step)
-        raw = ckpt.restore_raw_params(manager, step)
-    finally:
-        manager.close()
-    params, kept = _merge(raw, run.abstract_state.params, f"--init_from={source_workdir} (step {step})")
+    raw, step = ckpt.restore_params(source_workdir, step, flag="--init_from")
+    params, kept = merge_params(raw, run.abstract_state.params, f"--init_from={source_workdir} (step {step})")
     if kept:
         raise ParamsMismatchError(f"--init_from={source_workdir} (step {step}): no values for {', '.join(kept)}")
     return jax.device_put(params, run.state_shardings.params), step

@@ -10,102 +10,29 @@ intact (NonFiniteError).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import jax
 import numpy as np
 
-from locojax.models.registry import build_model
 from locojax.train import checkpoint as ckpt
 from locojax.train import compile_cache
 from locojax.train import sharding as shd
 from locojax.train.evaluate import DIAG_PREFIX, Evaluator, format_lpips, summarize, write_results
+from locojax.train.import_run import init_params_from
 from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save_png
-from locojax.train.optimizer import make_optimizer
+from locojax.train.run import DataSource, Run, build_run, default_data_source, eval_config, eval_protocol, \
+    peek_batch
 from locojax.train.run_dir import CONFIG_FILE, check_config, config_changes, config_to_dict, describe_changes, \
     save_config, write_run_json
-from locojax.train.state import abstract_params, abstract_state, count_params, create_state, make_init_fn
-from locojax.render.factory import make_render_fn
+from locojax.train.state import count_params, create_state
 from locojax.train.step import jit_train_step, make_train_step
 
 
 class NonFiniteError(RuntimeError):
     pass
-
-
-@dataclasses.dataclass
-class DataSource:
-    """The data contract's two constructors (data_pipelines/CONTRACT.md); tests may pass their own."""
-
-    make_train_iterator: Callable
-    make_eval_iterator: Callable
-
-
-def default_data_source() -> DataSource:
-    from data_pipelines import make_eval_iterator, make_train_iterator
-
-    return DataSource(make_train_iterator, make_eval_iterator)
-
-
-def eval_protocol(config, protocol: Optional[str] = None) -> str:
-    return protocol or config.eval.get("protocol") or config.data.get("eval_protocol") or "synthetic"
-
-
-def eval_config(config):
-    """The config the eval iterator sees (eval.num_scenes overrides data.eval_num_scenes)."""
-    if config.eval.get("num_scenes") is None:
-        return config
-    c = config.copy_and_resolve_references()
-    c.data.eval_num_scenes = int(config.eval.num_scenes)
-    return c
-
-
-@dataclasses.dataclass
-class Run:
-    """Everything built for a run (shared by training and the evaluate script)."""
-
-    config: Any
-    model: Any
-    mesh: Any
-    tx: Any
-    schedule: Callable
-    render: Callable
-    init_fn: Callable
-    abstract_state: Any
-    state_shardings: Any
-    example_batch: Any
-    labels: Any
-    process_index: int
-    process_count: int
-
-
-def build_run(config, example_local_batch, model=None) -> Run:
-    process_index, process_count = jax.process_index(), jax.process_count()
-    mesh = shd.make_mesh()
-    shd.check_batch_size(int(config.batch_size), mesh, process_count)
-    model = build_model(config) if model is None else model
-    render = make_render_fn(config.render, model.sh_degree)
-    example = shd.global_batch(jax.tree_util.tree_map(np.zeros_like, example_local_batch), mesh)
-    rng = jax.random.PRNGKey(int(config.seed))
-    params_shape = abstract_params(model, rng, example)
-    labels = model.param_labels(params_shape)
-    tx, schedule = make_optimizer(config, params_shape, labels)
-    init_fn = make_init_fn(model, tx)
-    abstract = abstract_state(init_fn, rng, example)
-    shardings = shd.state_shardings(abstract, mesh, config.sharding)
-    return Run(config, model, mesh, tx, schedule, render, init_fn, abstract, shardings, example,
-               labels, process_index, process_count)
-
-
-def peek_batch(iterator):
-    """One batch for shapes, leaving the iterator where it was."""
-    saved = iterator.get_state()
-    batch = next(iterator)
-    iterator.set_state(saved)
-    return batch
 
 
 def run_evaluation(run: Run, evaluator: Evaluator, params, step: int, data: DataSource,
@@ -215,8 +142,6 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
                                        process_count=run.process_count))
         init_params = None
         if init_from and not ckpt.has_checkpoint(workdir):
-            from locojax.train.import_run import init_params_from
-
             init_params = init_params_from(init_from, run)
         manager = ckpt.make_manager(workdir, int(config.keep_checkpoints))
         restored = ckpt.restore_latest_intact(manager, workdir, run.abstract_state, run.state_shardings)

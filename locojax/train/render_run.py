@@ -19,8 +19,7 @@ import numpy as np
 
 from locojax.render.camera_path import camera_path
 from locojax.train import checkpoint as ckpt
-from locojax.train.aot import placeholder_batch
-from locojax.train.loop import DataSource, build_run, default_data_source, eval_config, eval_protocol
+from locojax.train.run import DataSource, build_run, default_data_source, eval_config, eval_protocol, placeholder_batch
 from locojax.train.run_dir import CONFIG_FILE, load_saved_config
 from locojax.train.step import cast_floats
 from locojax.types import Views

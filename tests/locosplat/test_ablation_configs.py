@@ -16,7 +16,7 @@ import configs
 from locojax.models.locosplat.anchors import build_anchors
 from locojax.models.locosplat.stage3d import LocalContext, PointwiseHead
 from locojax.models.registry import build_model
-from locojax.train.aot import placeholder_batch
+from locojax.train.run import placeholder_batch
 
 
 def doubling(levels: int) -> str:

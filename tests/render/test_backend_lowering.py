@@ -109,9 +109,8 @@ def _train_step_and_specs(name):
     """A preset's jitted train step and its abstract (state, batch), as `locojax.train.aot`."""
     import configs
     from locojax.train import sharding as shd
-    from locojax.train.aot import placeholder_batch
     from locojax.train.checkpoint import abstract_with_shardings
-    from locojax.train.loop import build_run
+    from locojax.train.run import build_run, placeholder_batch
     from locojax.train.step import jit_train_step, make_train_step
 
     config = configs.get_config(name)

@@ -1,6 +1,6 @@
 """Data problems that explain themselves in one line, without a traceback, changing no file: an
 unknown dataset or evaluation protocol, an unbuilt dataset, a corrupt TFDS record (names the file and
-how to rebuild; through baselines and evaluate); and `data_pipelines.baselines --config` measuring
+how to rebuild; through baselines and evaluate); and `experiments.baselines --config` measuring
 exactly a run's evaluation data."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import pathlib
 import shutil
 
-from data_pipelines import baselines
+from experiments import baselines
 
 
 def _snapshot(root) -> dict:

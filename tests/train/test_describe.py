@@ -62,7 +62,7 @@ def tiny():
 
 def test_tiny_counts_equal_a_real_init(tiny):
     from locojax.models.registry import build_model
-    from locojax.train.aot import placeholder_batch
+    from locojax.train.run import placeholder_batch
 
     config = configs.get_config("globalsplat_tiny")
     model = build_model(config)

@@ -13,7 +13,8 @@ import shutil
 
 import pytest
 
-from locojax.train.loop import DataSource, train_and_evaluate
+from locojax.train.loop import train_and_evaluate
+from locojax.train.run import DataSource
 from locojax.train.run_dir import ConfigMismatchError, save_config
 from train_toy_setup import toy_config, toy_data, toy_model
 

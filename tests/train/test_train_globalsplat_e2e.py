@@ -89,7 +89,7 @@ def test_cli_evaluate_exports_ply_that_renders_the_same(run):
     assert {r["scene"] for r in res["scenes"]} >= {ply_file.stem}
     # Independent path: predict the same scene with the checkpoint's params, render both.
     from locojax.train import checkpoint as ckpt
-    from locojax.train.loop import build_run, peek_batch
+    from locojax.train.run import build_run, peek_batch
     from data_pipelines import make_train_iterator
 
     config = run["config"]

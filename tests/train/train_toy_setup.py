@@ -8,7 +8,7 @@ import ml_collections
 import numpy as np
 
 from configs.common import base_config
-from locojax.train.loop import DataSource
+from locojax.train.run import DataSource
 
 
 def toy_config(**overrides) -> ml_collections.ConfigDict:

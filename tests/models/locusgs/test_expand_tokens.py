@@ -27,8 +27,7 @@ def src_run(tmp_path_factory):
     """A tiny run directory: config.json + checkpoint 3 of a freshly initialised state whose per-token
     params are perturbed (so that copies are told apart from a re-initialisation)."""
     from locojax.train import checkpoint as ckpt
-    from locojax.train.aot import placeholder_batch
-    from locojax.train.loop import build_run
+    from locojax.train.run import build_run, placeholder_batch
     from locojax.train.run_dir import check_or_save_config
     from locojax.train.state import create_state
 
@@ -77,9 +76,8 @@ def test_expanded_checkpoint(src_run):
 
 def test_expanded_run_starts_a_larger_run(src_run):
     """`train --init_from=DST` accepts it for a 32-token config (and a 16-token one is refused)."""
-    from locojax.train.aot import placeholder_batch
     from locojax.train.import_run import init_params_from
-    from locojax.train.loop import build_run
+    from locojax.train.run import build_run, placeholder_batch
 
     dst = src_run["root"] / "dst"
     config = _config(32)

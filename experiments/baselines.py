@@ -3,9 +3,9 @@ model cannot score well by copying: "nearest context view" (the context image wh
 is closest to the target's, copied as the prediction) and "mean colour" (every pixel = the mean
 colour of the context images). PSNR in dB on [0, 1] images, averaged over target views.
 
-    python -m data_pipelines.baselines --config=NAME [--config.KEY=VALUE ...] [--protocol=...]
-    python -m data_pipelines.baselines --workdir=RUN_DIR [--protocol=...]
-    python -m data_pipelines.baselines [--protocol=synthetic] [--views=2,6] [--image_size=256] [--data_dir=...]
+    python -m experiments.baselines --config=NAME [--config.KEY=VALUE ...] [--protocol=...]
+    python -m experiments.baselines --workdir=RUN_DIR [--protocol=...]
+    python -m experiments.baselines [--protocol=synthetic] [--views=2,6] [--image_size=256] [--data_dir=...]
 
 With --config (the same name and overrides as `experiments.train`) or --workdir (a run's own
 config.json) the baselines see exactly the scenes, views and image size that run is evaluated on
@@ -20,6 +20,8 @@ import sys
 
 import ml_collections
 import numpy as np
+
+from experiments import cli
 
 
 def psnr(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -73,7 +75,6 @@ def _run_config(fv):
 
 
 def main(argv=None) -> int:
-    from experiments import cli
     from data_pipelines.errors import DatasetError
 
     cli.quiet_tensorflow()
@@ -81,17 +82,16 @@ def main(argv=None) -> int:
     if isinstance(args, int):
         return args
     if args.config is not None:
-        from locojax.train.loop import eval_config, eval_protocol
+        from locojax.train.run import eval_config, eval_protocol
 
-        try:
+        with cli.OneLineErrors({(DatasetError, FileNotFoundError, ValueError): 2}) as failed:
             from data_pipelines.config import top_value
             from data_pipelines.datasets import check_dataset
 
             check_dataset(top_value(args.config, "dataset", "synthetic"))  # the run's (even if the protocol's differs)
             result = evaluate(eval_config(args.config), eval_protocol(args.config, args.protocol))
-        except (DatasetError, FileNotFoundError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        if failed.exit_code:
+            return failed.exit_code
         print(json.dumps(result))
         return 0
     protocol = args.protocol or "synthetic"
