@@ -10,7 +10,7 @@ same budget"). Nothing of the official code is stored here; it is read from `--o
 Harness (as `tests/fixtures/globalsplat_train/make_official_trajectory.py`, whose stubs it reuses):
 Lightning -> a bare module with the optimizer loop written out (backward, clip 1.0, AdamW step,
 per-step scheduler); `gsplat.rasterization` (CUDA) -> by default (`--rasterizer=jax`) the project's
-JAX rasterizer wrapped as a torch autograd op (`jax_rasterization` below; `--check_rasterizer` compares
+JAX rasterizer wrapped as a torch autograd op (`gsplat_stand_ins.jax_rasterization`; `--check_rasterizer` compares
 one step's loss and gradients against the other choice), or (`--rasterizer=torch`)
 `locojax.render.torch_reference.render_torch` (gsplat's torch projection with the CUDA compositing
 rule), which costs 15-30 s a step on the 2-core CPU once the Gaussians cover the image (after stage 0).
@@ -32,7 +32,6 @@ same draws). Writes `<out>/curve.json` (per-step loss / train PSNR / lr / time) 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import pathlib
 import sys
@@ -47,64 +46,7 @@ sys.path.insert(0, str(FIXTURE))
 
 import make_official_trajectory as harness  # noqa: E402
 
-
-def jax_rasterization(torch):
-    """`gsplat.rasterization` for the official code, computed by the project's JAX rasterizer
-    (`locojax.render.rasterize_batch`, held to gsplat's torch pieces by tests/render/test_rasterize_vs_gsplat.py)
-    as a `torch.autograd.Function`: forward and VJP are jitted per Gaussian count. Capacities are exact
-    (every Gaussian may touch every tile: no pair can overflow; the overflow count is checked anyway).
-    Why: once Gaussians grow past stage 0 they cover whole 64x64 images and the torch compositor costs
-    15-30 s a step on this CPU (1 s in stage 0), which put 1000 official steps out of reach."""
-    import jax
-    import jax.numpy as jnp
-
-    from locojax.render.rasterize import rasterize_batch
-    from locojax.types import Camera, Gaussians
-
-    @functools.partial(jax.jit, static_argnames=("width", "height", "sh_degree", "near", "eps2d"))
-    def render(prim, viewmats, Ks, *, width, height, sh_degree, near, eps2d):
-        n = prim[0].shape[1]
-        tiles = -(-width // 16) * -(-height // 16)
-        out = rasterize_batch(Gaussians(*prim), Camera(viewmat=viewmats, K=Ks), width=width, height=height,
-                              sh_degree=sh_degree, near=near, eps2d=eps2d, tile_size=16,
-                              max_pairs=max(n * tiles, 1), tile_capacity=max(n, 1))
-        return (out.rgb, out.depth, out.alpha), out.overflow.sum()
-
-    @functools.partial(jax.jit, static_argnames=("width", "height", "sh_degree", "near", "eps2d"))
-    def render_vjp(prim, viewmats, Ks, cot, **kw):
-        _, vjp = jax.vjp(lambda p: render(p, viewmats, Ks, **kw)[0], prim)
-        return vjp(cot)[0]
-
-    to_j = lambda t: jnp.asarray(t.detach().cpu().numpy())
-    to_t = lambda a: torch.from_numpy(np.array(a))
-    overflow = {"pairs": 0}
-
-    class Raster(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, means, quats, scales, opacities, colors, viewmats, Ks, kw):
-            prim = tuple(to_j(t) for t in (means, quats, scales, opacities, colors))
-            cams = to_j(viewmats), to_j(Ks)
-            (rgb, depth, alpha), over = render(prim, *cams, **kw)
-            overflow["pairs"] += int(over)
-            ctx.saved = prim, cams, kw
-            return to_t(rgb), to_t(depth), to_t(alpha)
-
-        @staticmethod
-        def backward(ctx, g_rgb, g_depth, g_alpha):
-            prim, cams, kw = ctx.saved
-            grads = render_vjp(prim, *cams, (to_j(g_rgb), to_j(g_depth), to_j(g_alpha)), **kw)
-            return (*(to_t(g) for g in grads), None, None, None)
-
-    def rasterization(*, means, quats, scales, opacities, colors, viewmats, Ks, width, height, packed,
-                      render_mode, sh_degree, backgrounds, camera_model, eps2d, near_plane):
-        assert render_mode in ("RGB", "RGB+ED") and backgrounds is None and camera_model == "pinhole"
-        kw = dict(width=int(width), height=int(height), sh_degree=int(sh_degree), near=float(near_plane),
-                  eps2d=float(eps2d))
-        rgb, depth, alpha = Raster.apply(means, quats, scales, opacities, colors, viewmats, Ks, kw)
-        return (torch.cat([rgb, depth], -1) if render_mode == "RGB+ED" else rgb), alpha, {}
-
-    rasterization.overflow = overflow
-    return rasterization
+from experiments.benchmarks.gsplat_stand_ins import jax_rasterization  # noqa: E402
 
 
 def main():
