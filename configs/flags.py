@@ -24,8 +24,8 @@ import ml_collections
 from absl import flags
 from ml_collections.config_flags import config_flags
 
-import configs
 from configs.common import MINIMUM_VALUES, OPEN_SECTIONS, VARIABLE_LENGTH_TUPLES
+from configs.loading import load_config
 
 
 class ConfigError(Exception):
@@ -150,7 +150,7 @@ class _ConfigParser(config_flags.ConfigFileFlagParser):
             config = value
         else:
             try:
-                config = configs.load_config(value)
+                config = load_config(value)
             except (ValueError, OSError) as e:
                 raise ConfigError(f"--{self.name}={value}: {e}") from None
         prepare(config, self._keys, self.name)

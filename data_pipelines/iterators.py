@@ -26,8 +26,8 @@ from data_pipelines import datasets, protocols
 from data_pipelines.config import DataConfig
 from data_pipelines.errors import NoEvaluableScenesError
 from data_pipelines.loading import open_split
-from data_pipelines.registry import spec
-from data_pipelines.samplers import SceneTooShort, make_sampler
+from data_pipelines.registry import make_sampler, spec
+from data_pipelines.samplers import SceneTooShort
 from data_pipelines.scene_frame import apply_scene_frame, check_scene_frame
 from data_pipelines.storage import _text
 from data_pipelines.views import prepare_views

@@ -111,3 +111,19 @@ def spec(name: str) -> DatasetSpec:
         raise UnknownDatasetError(f"config.dataset={name!r}: unknown dataset; expected one of "
                                   f"{', '.join(DATASETS)}")
     return DATASET_SPECS[name]
+
+
+def make_sampler(name: str, *, dataset: str = "synthetic", num_context_views=None, num_target_views=None,
+                 min_gap=None, max_gap=None):
+    """The sampler called `name` (a key of `SAMPLERS`) with paper defaults; view counts left
+    None take the dataset's (`DatasetSpec.sampler_views`), else the sampler's own."""
+    if name not in SAMPLERS:
+        raise ValueError(f"config.data.sampler={name!r}: expected one of {', '.join(map(repr, SAMPLERS))}")
+    kwargs = {k: v for k, v in dict(num_context_views=num_context_views, num_target_views=num_target_views,
+                                    min_gap=min_gap, max_gap=max_gap).items() if v is not None}
+    dataset_spec = DATASET_SPECS.get(dataset)
+    views = dataset_spec.sampler_views.get(name) if dataset_spec is not None else None
+    if views is not None:
+        kwargs.setdefault("num_context_views", views[0])
+        kwargs.setdefault("num_target_views", views[1])
+    return SAMPLERS[name](**kwargs)

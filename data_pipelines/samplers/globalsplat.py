@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from data_pipelines.samplers import SceneTooShort, ViewSelection
+from data_pipelines.samplers.selection import SceneTooShort, ViewSelection
 
 
 @dataclasses.dataclass(frozen=True)

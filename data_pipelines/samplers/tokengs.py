@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from data_pipelines.samplers import SceneTooShort, ViewSelection
+from data_pipelines.samplers.selection import SceneTooShort, ViewSelection
 
 
 @dataclasses.dataclass(frozen=True)

@@ -191,7 +191,7 @@ def main():
           f"{opt.pct_start_steps})", flush=True)
 
     from data_pipelines.loading import load_scenes
-    from data_pipelines.samplers import make_sampler
+    from data_pipelines.registry import make_sampler
 
     scenes = list(load_scenes("synthetic", "train", config=cfg, with_depth=False))
     d = cfg.data

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from data_pipelines.samplers import SceneTooShort, make_sampler
+from data_pipelines.registry import make_sampler
+from data_pipelines.samplers import SceneTooShort
 
 
 def _draws(sampler, n_frames, step, count=300, seed=0):

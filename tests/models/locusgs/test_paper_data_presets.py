@@ -7,7 +7,7 @@ import pytest
 
 import configs
 from data_pipelines.config import data_value
-from data_pipelines.samplers import make_sampler
+from data_pipelines.registry import make_sampler
 
 
 @pytest.mark.parametrize("name,dataset,views,shape,gap,scale", [
