@@ -23,9 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from data_pipelines.registry import SEARCH_ORDER
 from locojax.types import Gaussians, Views
-
-SEARCHED_DATASETS = ("colmap", "transforms", "re10k", "acid", "dl3dv", "scannet", "synthetic")
 
 
 @dataclasses.dataclass
@@ -45,7 +44,7 @@ def list_scenes(data_dir: str, config=None, dataset: Optional[str] = None) -> li
     from data_pipelines.storage import SceneSource
 
     out = []
-    for name in ([dataset] if dataset else SEARCHED_DATASETS):
+    for name in ([dataset] if dataset else SEARCH_ORDER):
         datasets.check_dataset(name)
         if name == "synthetic" and config is None:
             continue

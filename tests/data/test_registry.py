@@ -34,14 +34,12 @@ def test_specs_resolve_to_builders_named_after_their_dataset(tmp_path):
 
 def test_dataset_settings_unchanged_by_the_registry(tmp_path):
     # The tables the registry replaced (datasets.NEAR_FAR / PRE_RESIZE, the make_builder if-chain,
-    # predict_scene.SEARCHED_DATASETS), as they were.
+    # predict_scene's search order: users' imports first), as they were.
     assert datasets.NEAR_FAR == {"synthetic": (0.5, 15.0), "re10k": (1.0, 100.0), "acid": (1.0, 100.0),
                                  "dl3dv": (1.0, 100.0), "scannet": (0.5, 15.0), "colmap": (0.5, 100.0),
                                  "transforms": (0.5, 100.0)}
     assert datasets.PRE_RESIZE == {"scannet": (480, 640)}
-    from locojax.train.predict_scene import SEARCHED_DATASETS
-
-    assert registry.SEARCH_ORDER == SEARCHED_DATASETS
+    assert registry.SEARCH_ORDER == ("colmap", "transforms", "re10k", "acid", "dl3dv", "scannet", "synthetic")
     data = DataConfig.parse({"data": {"synthetic_num_train_scenes": 3, "synthetic_num_test_scenes": 1,
                                       "synthetic_image_size": 32, "synthetic_num_frames": 8, "build_workers": 5}})
     builder = datasets.make_builder("synthetic", str(tmp_path), config=data)
