@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "globalsplat_train"
+FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "globalsplat_train"
 sys.path.insert(0, str(FIXTURE))
 
 import port_trajectory  # noqa: E402

@@ -13,7 +13,7 @@ from locojax.models.locosplat.depth.mv_transformer import MultiViewTransformer, 
 from locojax.models.locosplat.depth.cost_volume import plane_sweep_cost_volume
 
 # made by the official PyTorch code (see its README)
-FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depthsplat_depth_branch")
+FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "depthsplat_depth_branch")
 MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
 
 

@@ -5,7 +5,7 @@ itself may be unloadable beside CPU torch), max pools swapped for AvgPool2d(2, 2
 official blocks `features[0:4], [4:9], [9:14], [14:23], [23:32]` (VGG-16: the same named taps), random
 He-initialised weights, the official error terms. The converter reads that module's own state_dict.
 The official class itself (`rendering_loss.PerceptualLoss`) is checked through the side-by-side run
-(tests/globalsplat/test_globalsplat_side_by_side.py: its perceptual term at step 0 agrees to 1e-5).
+(tests/models/globalsplat/test_globalsplat_side_by_side.py: its perceptual term at step 0 agrees to 1e-5).
 """
 
 import numpy as np

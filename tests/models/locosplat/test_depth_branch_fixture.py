@@ -11,7 +11,7 @@ from locojax.models.locosplat.convert import convert_depth_branch as import_weig
 from locojax.models.locosplat.depth import DepthBranch, DepthBranchConfig
 
 # made by the official PyTorch code (see its README)
-FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depthsplat_depth_branch")
+FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "depthsplat_depth_branch")
 
 # The fixture's MultiViewUniMatch(num_scales=1, upsample_factor=4, D=64, vit 'tiny', unet 32) and
 # DPTHead(features=16, out_channels=[8, 16, 32, 64]) feature upsampler (its README).

@@ -10,7 +10,7 @@ import numpy as np
 from locojax.models.locosplat.convert import convert_depth_branch as import_weights
 from locojax.models.locosplat.depth import DepthBranch, DepthBranchConfig
 
-FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "locosplat", "depthsplat_two_scale.npz")
+FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "locosplat", "depthsplat_two_scale.npz")
 
 CFG = DepthBranchConfig(
     num_candidates=32, num_scales=2, trunk="tiny", trunk_trainable=True, mono_proj_dim=0,

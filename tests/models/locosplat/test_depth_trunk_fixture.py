@@ -14,7 +14,7 @@ from locojax.models.locosplat.depth.config import DepthBranchConfig, TRUNKS
 from locojax.models.locosplat.depth.dinov2 import DinoV2
 
 # made by the official PyTorch code (see its README)
-FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "depth_anything_v2")
+FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "depth_anything_v2")
 
 
 def test_dinov2_taps_match_official():
