@@ -7,7 +7,7 @@ normalised so the image spans [-1, 1] (u~ = 2 u / W - 1 for pixel u, gsplat's pi
 so a point inside at least one view's image costs nothing and one outside all of them is pulled
 towards the nearest image border. LocusGS applies it to the decoded Gaussian centres and to the
 anchor centres of every supervised decoder layer (eq. 29); those weights and the layer weights
-(eq. 30) are the family's (`configs/paper_losses.py:locusgs_loss_config`).
+(eq. 30) are the family's (`locojax.models.locusgs.config.LossConfig`).
 
 Choices where the paper is silent, taken from TokenGS's released loss:
   * the per-point penalty is clamped at `max_penalty` = 1.0 (TokenGS `visibility_distance_threshold`)
