@@ -47,6 +47,9 @@ def centroid_dispersion(means, num_tokens: int):
 
 
 class LocusModel:
+    """model_cfg / loss_cfg: `config.model` / `config.loss` (`locojax.models.locusgs.config`); net_cfg:
+    the network's configuration (`locojax.models.locusgs.net_config_from`); planes: `config.render`'s."""
+
     name = "locusgs"
     sh_degree = 0
 
