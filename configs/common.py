@@ -20,11 +20,12 @@ from __future__ import annotations
 import ml_collections
 
 from data_pipelines.config import default_data_config
+from locojax.render.config_keys import tile_key_defaults
 
 
 # Sections whose keys are open (absent until set): `--config.<section>.<new key>=VALUE` adds one, with
 # this value type. Everything else must exist in the preset (a wrong key is refused, naming the closest).
-OPEN_SECTIONS = {"optimizer.group_learning_rates": float, "render.capacities": int}
+OPEN_SECTIONS = {"optimizer.group_learning_rates": float}
 
 # Numeric tuple keys whose length may change (a stage list); every other numeric tuple keeps its
 # preset's length (an image shape, a colour, an offset), so `data.image_shape=64` is refused.
@@ -72,6 +73,10 @@ def optimizer_config() -> ml_collections.ConfigDict:
 
 def render_config() -> ml_collections.ConfigDict:
     """Arguments of `locojax.render.rasterize_batch` the trainer passes through."""
+    # Tiling and static capacities per image (`locojax.render`), defaults = rasterize_batch's; None:
+    # derived there. Only the tile backends take them (locojax.render.config_keys).
+    tiles = {k: (ml_collections.FieldReference(None, field_type=int) if v is None else v)
+             for k, v in tile_key_defaults().items()}
     return ml_collections.ConfigDict(
         dict(
             # "auto" | "xla" | "pallas" (rasterize_batch's compositing backend, locojax.render.composite_backends),
@@ -81,7 +86,11 @@ def render_config() -> ml_collections.ConfigDict:
             near=0.01,
             far=1e10,
             eps2d=0.3,
-            capacities=ml_collections.ConfigDict(),  # e.g. {"max_tile_pairs": ...}, passed as **kwargs
+            tile_size=tiles["tile_size"],  # binning tile side in pixels (16)
+            subtile_size=tiles["subtile_size"],  # compositing sub-tile side (None: 8 where it divides tile_size)
+            chunk=tiles["chunk"],  # Gaussians per (sub-)tile per compositing step (16)
+            max_pairs=tiles["max_pairs"],  # Gaussian-tile pair buffer (None: default_max_pairs(N, tiles))
+            tile_capacity=tiles["tile_capacity"],  # nearest Gaussians kept per tile (None: 4096)
         )
     )
 

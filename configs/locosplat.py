@@ -19,8 +19,8 @@ head): out of scope. Evaluation logs Table 13's depth-branch health per scene
 (locojax/models/locosplat/health.py).
 
 Every default is written once, in `locojax/models/locosplat/config.py` (`ModelConfig` with the depth
-branch's `DepthBranchConfig` under `model.depth`, `LossConfig`) and `configs/paper_losses.py` (eq. 6
-constants); this file changes single values per preset.
+branch's `DepthBranchConfig` under `model.depth`; `LossConfig`, the eq. 6 constants); this file changes
+single values per preset.
 
 Full presets use the frozen DepthAnythingV2 ViT-B trunk: convert it first
 (`python -m experiments.import_weights --family=locosplat --kind=depth_anything_v2
@@ -34,8 +34,8 @@ from __future__ import annotations
 import ml_collections
 
 from configs.common import base_config, quickstart_protocol
-from configs.paper_losses import locosplat_loss_config
-from locojax.models.locosplat.config import ModelConfig, as_dict
+from locojax.models.common.config_mapping import as_dict
+from locojax.models.locosplat.config import LossConfig, ModelConfig
 
 PRESETS = ("6v", "12v", "24v", "scannet", "tiny")
 
@@ -79,7 +79,7 @@ def get_config(preset: str = "6v") -> ml_collections.ConfigDict:
     config = base_config()
     config.model_family = "locosplat"
     config.model = ml_collections.ConfigDict(as_dict(ModelConfig()))
-    config.loss = locosplat_loss_config()
+    config.loss = ml_collections.ConfigDict(as_dict(LossConfig()))
     _paper_training(config)
     if preset in ("12v", "24v"):
         views = int(preset[:-1])

@@ -9,6 +9,10 @@ family with the anchors off. Presets, departures from the paper and measured run
     locusgs_tiny                  64x64, 2 context / 4 targets, width 64, 4 heads, enc 1 / dec 4,
                                   supervised (2, 4), 64 tokens x 64 Gaussians, 3,500 steps
 
+Every default is written once, in `locojax/models/locusgs/config.py` (`ModelConfig` = `config.model`,
+`LossConfig` = `config.loss`; the LocusGS values, anchors on); this file changes single values per
+preset, and `_without_anchors` sets TokenGS's.
+
 Ablations (Tables 4/5) are one value each: model.refine_radius, model.anchor_self_pe,
 model.anchor_cross_bias, model.radius_in_bias, model.anchored_centres, model.supervised_layers
 (+ loss.layer_weights).
@@ -19,39 +23,21 @@ from __future__ import annotations
 import ml_collections
 
 from configs.common import base_config, quickstart_protocol
+from locojax.models.common.config_mapping import as_dict
+from locojax.models.locusgs.config import LossConfig, ModelConfig
 
 PRESETS = ("base", "1024", "finetune", "4096", "re10k", "tiny")
 
 
-def model_config(anchors: bool) -> ml_collections.ConfigDict:
-    return ml_collections.ConfigDict(dict(
-        dim=1024, heads=16, patch=8, encoder_layers=3, decoder_layers=12, num_tokens=1024,
-        gaussians_per_token=64, encoder_layer_scale=1e-2, decoder_layer_scale=5e-5,
-        anchors=anchors,
-        # anchors off (TokenGS) also means: supervision at the last layer only, z + 1 head offset
-        supervised_layers=(6, 12) if anchors else (12,),
-        refine_radius=True, anchor_self_pe=True, anchor_cross_bias=True, radius_in_bias=True,
-        anchored_centres=True,
-        unused_params=anchors,  # the official LocusGS module's 52,236 never-used parameters
-        attention_query_chunk=256,
-        scale_max=0.075,  # Gaussian scale cap in scene units (official head)
-        # official: zero head bias; a lateral grid (e.g. 0.5) is an option no preset uses (docs/locusgs.md)
-        head_xy_grid=0.0,
-        # network frame: poses relative to context view 0, positions times 1 / max_i |c_i - c_0|
-        # ("context", LocusGS RE10K), or a constant as a string ("0.15": DL3DV; "1.0": as given)
-        pose_scale="context",
-    ))
-
-
-def loss_config(anchors: bool) -> ml_collections.ConfigDict:
-    return ml_collections.ConfigDict(dict(
-        layer_weights=(1.0 / 3.0, 2.0 / 3.0) if anchors else (1.0,),
-        mse_weight=1.0, dssim_weight=0.2, vis_weight=1.0,
-        anchor_vis_weight=0.1 if anchors else 0.0, vis_clamp=1.0,
-        # "kept": L_vis on the rasteriser's 2D means, culled Gaussians free (released code);
-        # "paper": eq. 28 on every centre (pushed all centres to the far clamp at tiny budgets)
-        vis_mode="kept",
-    ))
+def _without_anchors(config):
+    """TokenGS (`anchors=False`): no anchor parameters, z + 1 head offset, supervision at the last
+    layer only, no anchor L_vis (released TokenGS code)."""
+    m, loss = config.model, config.loss
+    m.anchors = False
+    m.supervised_layers = (m.decoder_layers,)
+    m.unused_params = False  # the official LocusGS module's never-used parameters
+    loss.layer_weights = (1.0,)
+    loss.anchor_vis_weight = 0.0
 
 
 def _paper_training(config, finetune: bool):
@@ -102,8 +88,10 @@ def _paper_data(config, dataset: str):
 def get_config(preset: str = "base", anchors: bool = True) -> ml_collections.ConfigDict:
     config = base_config()
     config.model_family = "locusgs"
-    config.model = model_config(anchors)
-    config.loss = loss_config(anchors)
+    config.model = ml_collections.ConfigDict(as_dict(ModelConfig()))
+    config.loss = ml_collections.ConfigDict(as_dict(LossConfig()))
+    if not anchors:
+        _without_anchors(config)
     if preset in ("base", "1024", "re10k"):
         _paper_training(config, finetune=False)
         _paper_data(config, "re10k" if preset == "re10k" else "dl3dv")
@@ -131,7 +119,7 @@ def _tiny(config, anchors: bool):
     # Departures for the CPU budget (docs/locusgs.md): 5x the paper's peak lr for a 64-wide network
     # trained 75x fewer steps; locusgs_tiny keeps the paper's 64 Gaussians per token (~1 per pixel of a
     # 64x64 view) for 3,500 steps, tokengs_tiny 16 per token for 2,000 steps.
-    # Expected held out: locusgs_tiny 20.56 dB, tokengs_tiny 18.82 dB (dataset 1.0.0; docs/results.md).
+    # Expected held out: locusgs_tiny 20.56 dB (dataset 1.0.0), tokengs_tiny 18.60 dB (docs/results.md).
     config.total_steps = 2000
     config.optimizer.learning_rate = 2e-3
     if anchors:

@@ -1,4 +1,4 @@
-"""TokenGS / LocusGS forward latency (paper 002: A100, 4096 tokens, DL3DV 4 views 448x256:
+"""TokenGS / LocusGS forward latency (the LocusGS paper: A100, 4096 tokens, DL3DV 4 views 448x256:
 TokenGS 341 ms, LocusGS 407 ms).
 
     python -m experiments.benchmark locusgs [--configs=tokengs_4096,locusgs_4096] [--settings=dl3dv,re10k]

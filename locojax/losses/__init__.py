@@ -10,8 +10,8 @@
   visibility   out_of_view_penalty (eq. 27), visibility_loss (eq. 28, clamped as TokenGS)
 
 Family-specific objectives live with the family: `locojax/models/<family>/` (e.g.
-`locojax.models.globalsplat.losses`), their paper weights in `configs/<family>.py` (and
-`configs/paper_losses.py` for the constant tables of families being written).
+`locojax.models.globalsplat.losses`), their paper weights as the defaults of the family's
+`LossConfig` (`locojax/models/<family>/config.py`, `config.loss`).
 """
 
 from locojax.losses.photometric import dssim, lpips, mse

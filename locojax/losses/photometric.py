@@ -6,7 +6,7 @@
 
 Images are [..., H, W, 3] in [0, 1] (any leading axes, e.g. [B, V, H, W, 3]). Weights are not
 arguments: a family's `loss_terms` returns `LossTerm(weight, value)` with weights from its config
-(`configs/<family>.py`, `configs/paper_losses.py`). MSE is a mean (pixelSplat's LossMse), so the
+(`config.loss`, defaults in the family's `LossConfig`). MSE is a mean (pixelSplat's LossMse), so the
 papers' "||.||_2^2" is this mean.
 """
 

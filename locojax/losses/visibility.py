@@ -1,4 +1,4 @@
-"""Visibility regularisation of TokenGS and LocusGS (paper 002, eqs. 27-28).
+"""Visibility regularisation of TokenGS and LocusGS (the LocusGS paper, eqs. 27-28).
 
 A 3D point x is projected into every supervision view t; with (u~, v~) its projected coordinates
 normalised so the image spans [-1, 1] (u~ = 2 u / W - 1 for pixel u, gsplat's pixel convention),
@@ -7,7 +7,7 @@ normalised so the image spans [-1, 1] (u~ = 2 u / W - 1 for pixel u, gsplat's pi
 so a point inside at least one view's image costs nothing and one outside all of them is pulled
 towards the nearest image border. LocusGS applies it to the decoded Gaussian centres and to the
 anchor centres of every supervised decoder layer (eq. 29); those weights and the layer weights
-(eq. 30) are the family's (`configs/paper_losses.py:locusgs_loss_config`).
+(eq. 30) are the family's (`locojax.models.locusgs.config.LossConfig`).
 
 Choices where the paper is silent, taken from TokenGS's released loss:
   * the per-point penalty is clamped at `max_penalty` = 1.0 (TokenGS `visibility_distance_threshold`)

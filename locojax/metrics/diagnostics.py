@@ -1,7 +1,7 @@
 """Model diagnostics the papers report besides image quality.
 
-* LocusGS token-level Gaussian dispersion C_centroid (paper 002, eq. 12, Table 3).
-* LoCoSplat depth-branch health (paper 000, Table 13): over the scale-0 plane-sweep matching
+* LocusGS token-level Gaussian dispersion C_centroid (the LocusGS paper, eq. 12, Table 3).
+* LoCoSplat depth-branch health (the LoCoSplat paper, Table 13): over the scale-0 plane-sweep matching
   distribution p [..., D] of every pixel, the normalized entropy H / log D, w90 (bins around the argmax
   holding 90% of the mass) and the modal-bin share (pixels whose argmax is the most frequent bin), plus
   the median relative error of the multi-view depth against the final fused depth. Collapsed heads

@@ -12,14 +12,16 @@ import pkgutil
 
 from locojax.models.interface import GaussianModel
 
-_NOT_FAMILIES = {"interface", "registry"}
 
 
 def available_families() -> list[str]:
-    """Sub-packages/modules of `locojax.models` that look like families."""
+    """The sub-packages/modules of `locojax.models` that are families: those with a callable `build`
+    (so shared code such as `common`, `interface` and this module is not listed)."""
     import locojax.models as pkg
 
-    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name not in _NOT_FAMILIES)
+    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)
+                  if m.name != "registry" and callable(getattr(importlib.import_module(f"locojax.models.{m.name}"),
+                                                               "build", None)))
 
 
 def build_model(config) -> GaussianModel:

@@ -156,7 +156,7 @@ def bin_gaussians(means2d, radii, depths, conics=None, opacities=None, *, width:
         raise ValueError(f"sub-tile size {sub_size} must divide tile_size {tile_size}")
     if s * s * max_pairs >= 2**31 or max_pairs >= 2**30:  # int32 pair and entry indices
         raise ValueError(f"max_pairs={max_pairs:,} with {s * s} sub-tiles per tile passes the int32 index space: "
-                         f"lower config.render.capacities.max_pairs below {2**31 // max(s * s, 2):,}")
+                         f"lower config.render.max_pairs below {2**31 // max(s * s, 2):,}")
     if s * s > 30:  # one int32 bit mask per pair
         raise ValueError(f"at most 30 sub-tiles per tile, got tile_size {tile_size} / sub-tile size {sub_size}")
     means2d = jax.lax.stop_gradient(means2d)

@@ -8,8 +8,10 @@
 compositing backend (chosen per platform at lowering time, `locojax.render.composite_backends`;
 "tile" is kept as an alias of "xla"); "dense" -> the O(P*N) reference
 `locojax.render.dense.rasterize_dense` vmapped; "module:function" -> any function with
-rasterize_batch's signature (tests, experiments). The other keys (background, near, far, eps2d,
-capacities) are passed through.
+rasterize_batch's signature (tests, experiments). The other keys (background, near, far, eps2d) are
+passed through, and so are the named tiling / capacity keys (tile_size, subtile_size, chunk,
+max_pairs, tile_capacity; `locojax.render.config_keys`) that differ from their default: "dense" has
+no tiles and refuses those with a one-line error naming the key.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from locojax.geometry.cameras import cameras_from_views
+from locojax.render.config_keys import tile_key_defaults, tile_options
 from locojax.types import Gaussians, RenderOutput
 
 
@@ -45,8 +48,12 @@ def make_render_fn(render_config, sh_degree: int) -> Callable:
     else:
         raise ValueError(f"config.render.backend={rc.backend!r}: expected 'auto', 'xla', 'pallas', 'dense', "
                          f"'module:function' or 'tile' (alias of 'xla')")
+    options = tile_options(rc)
+    if backend == "dense" and options:
+        key, value = next(iter(options.items()))
+        raise ValueError(f"config.render.{key}={value}: backend 'dense' (the O(P*N) reference) has no tiles; "
+                         f"leave it at its default {tile_key_defaults()[key]} or use backend 'auto', 'xla' or 'pallas'")
     background = jnp.asarray(rc.background, jnp.float32)
-    capacities = dict(rc.get("capacities", {}))
 
     def render(gaussians: Gaussians, target_views):
         height, width = target_views.image_shape
@@ -60,7 +67,7 @@ def make_render_fn(render_config, sh_degree: int) -> Callable:
             near=float(rc.near),
             far=float(rc.far),
             eps2d=float(rc.eps2d),
-            **capacities,
+            **options,
         )
 
     return render

@@ -57,7 +57,7 @@ def image_group_size(num_images: int, num_gaussians: int, entries: int) -> int:
     if not fits(1):
         raise ValueError(
             f"one image needs {entries:,} tile-list entries and {num_gaussians:,} Gaussians, past the int32 "
-            f"index space (2^31): lower config.render.capacities.max_pairs (per image) or the Gaussian count")
+            f"index space (2^31): lower config.render.max_pairs (per image) or the Gaussian count")
     return max(g for g in range(1, num_images + 1) if num_images % g == 0 and fits(g))
 
 

@@ -11,6 +11,8 @@ import sys
 import jax
 import ml_collections
 
+from locojax.render.config_keys import upgrade_render_section
+
 CONFIG_FILE = "config.json"
 RUN_FILE = "run.json"
 
@@ -52,9 +54,15 @@ def _matches(key: str, patterns) -> bool:
     return any(key == p or (p.endswith(".*") and key.startswith(p[:-1])) for p in patterns)
 
 
+def _current_keys(d: dict) -> dict:
+    """`d` with a `render` section saved before the rasteriser keys were named (`render.capacities`)
+    in today's form, so that such a run directory resumes and evaluates with today's presets."""
+    return {**d, "render": upgrade_render_section(d["render"])} if isinstance(d.get("render"), dict) else d
+
+
 def config_changes(saved: dict, now: dict) -> list[tuple[str, object, object]]:
     """[(dotted key, value in the workdir, value now)] for every key that differs."""
-    fa, fb = _flatten(saved), _flatten(now)
+    fa, fb = _flatten(_current_keys(saved)), _flatten(_current_keys(now))
     return [(k, fa.get(k, "<absent>"), fb.get(k, "<absent>")) for k in sorted(set(fa) | set(fb))
             if fa.get(k, "<absent>") != fb.get(k, "<absent>")]
 

@@ -1,4 +1,4 @@
-"""TokenGS/LocusGS visibility regularisation (paper 002 eqs. 27-28) against a hand-written numpy projection."""
+"""TokenGS/LocusGS visibility regularisation (the LocusGS paper eqs. 27-28) against a hand-written numpy projection."""
 
 import jax
 import jax.numpy as jnp

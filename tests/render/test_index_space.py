@@ -46,9 +46,9 @@ def test_group_size_and_rejection():
     assert image_group_size(256, 262144, 4 * 3670016) == 128  # tokengs_4096's global batch
     assert image_group_size(8, 393216, 4 * 2097152) == 8  # the benchmark's 393K x 8: one group
     assert image_group_size(7, 10, 2**30) == 1  # prime image count: groups of one
-    with pytest.raises(ValueError, match="config.render.capacities.max_pairs"):
+    with pytest.raises(ValueError, match="config.render.max_pairs"):
         image_group_size(4, 10, 2**31)
-    with pytest.raises(ValueError, match="config.render.capacities.max_pairs"):
+    with pytest.raises(ValueError, match="config.render.max_pairs"):
         jax.eval_shape(lambda g, c: rasterize_batch(g, c, width=64, height=64, sh_degree=0, max_pairs=2**30),
                        *abstract_scene(1, 1, 16))
 

@@ -1,4 +1,4 @@
-"""GlobalSplat (paper 001) in Flax: latent scene tokens, a dual-branch encoder, a 16-candidate decoder
+"""GlobalSplat (arXiv 2604.15284) in Flax: latent scene tokens, a dual-branch encoder, a 16-candidate decoder
 and the coarse-to-fine merging curriculum.
 
     from locojax.models.globalsplat import build

@@ -1,9 +1,10 @@
-"""GlobalSplat's hyper-parameters, each default written once (paper 001 Table 6 = the 16k model).
+"""GlobalSplat's hyper-parameters, each default written once (the GlobalSplat paper Table 6 = the 16k model).
 
 `ModelConfig` is `config.model` and `LossConfig` is `config.loss`: `configs/globalsplat.py` builds
 its ConfigDicts from these dataclasses (presets then change single values), and `build(config)`
-reads them back through `model_config_from` / `loss_config_from`, which reject unknown keys with
-the closest valid ones. Two keys of `config.model` are not architecture and not here: `remat` and
+reads them back through `model_config_from` / `loss_config_from`
+(`locojax.models.common.config_mapping.from_mapping`), which reject unknown keys with the closest
+valid ones. Two keys of `config.model` are not architecture and not here: `remat` and
 `precision.{tokenizer,encoder,heads}` follow the run-wide `config.remat` / `config.precision` unless
 set (see `PRECISION_PARTS`).
 """
@@ -11,9 +12,9 @@ set (see `PRECISION_PARTS`).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 
+from locojax.models.common.config_mapping import from_mapping
 from locojax.models.common.precision import PrecisionPolicy
 from locojax.models.globalsplat.decoder import SCALE_MAX
 
@@ -95,36 +96,12 @@ class LossConfig:
     consistency_support: float = 1e-2
 
 
-def _from_mapping(cls, mapping, section: str, extra_keys=()):
-    """A `cls` dataclass from a ConfigDict/dict section: unknown keys name the closest valid ones;
-    missing keys take the dataclass default; values are cast to the default's type."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    values = {}
-    for key in mapping.keys():
-        if key in extra_keys:
-            continue
-        if key not in fields:
-            close = difflib.get_close_matches(key, list(fields) + list(extra_keys), n=3)
-            raise ValueError(f"config.{section}.{key} is not a key of {cls.__name__}; closest: {close}; "
-                             f"valid: {sorted(fields) + sorted(extra_keys)}")
-        default = fields[key].default
-        value = mapping[key]
-        if isinstance(default, tuple):
-            value = tuple(value)
-        elif isinstance(default, bool):
-            value = bool(value)
-        elif isinstance(default, (int, float, str)):
-            value = type(default)(value)
-        values[key] = value
-    return cls(**values)
-
-
 def model_config_from(model_cfg) -> ModelConfig:
-    return _from_mapping(ModelConfig, model_cfg, "model", RUN_WIDE_KEYS)
+    return from_mapping(ModelConfig, model_cfg, "model", extra_keys=RUN_WIDE_KEYS)
 
 
 def loss_config_from(loss_cfg) -> LossConfig:
-    return _from_mapping(LossConfig, loss_cfg, "loss")
+    return from_mapping(LossConfig, loss_cfg, "loss")
 
 
 def precision_policy_from(config) -> PrecisionPolicy:

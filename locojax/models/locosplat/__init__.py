@@ -1,4 +1,4 @@
-"""LoCoSplat (paper 000) in Flax: a DepthSplat-style two-scale depth branch (depth/), static voxel
+"""LoCoSplat (arXiv 2610.04351) in Flax: a DepthSplat-style two-scale depth branch (depth/), static voxel
 anchors (anchors.py, voxels.py), the two-grid local average with a pointwise fusion MLP (stage3d.py),
 a pointwise head and eq. 5 decoding (decode.py); one static-shape jitted encoder (network.py); the
 trainer's GaussianModel (model.py).

@@ -1,17 +1,17 @@
-"""LoCoSplat's hyper-parameters, each default written once (paper 000 = the 6-view model).
+"""LoCoSplat's hyper-parameters, each default written once (the LoCoSplat paper = the 6-view model).
 
 `ModelConfig` is `config.model` (its `depth` section is the depth branch's `DepthBranchConfig`,
-depth/config.py) and `LossConfig` is `config.loss` (the eq. 6 constants come from
-`configs.paper_losses.locosplat_loss_config`). `configs/locosplat.py` builds ConfigDicts from these
-dataclasses and presets change single values; `build(config)` reads them back through
-`model_config_from` / `loss_config_from`, which reject unknown keys naming the closest valid ones.
+depth/config.py) and `LossConfig` is `config.loss` (eq. 6). `configs/locosplat.py` builds ConfigDicts
+from these dataclasses and presets change single values; `build(config)` reads them back through
+`model_config_from` / `loss_config_from` (`locojax.models.common.config_mapping.from_mapping`), which
+reject unknown keys naming the closest valid ones.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 
+from locojax.models.common.config_mapping import from_mapping
 from locojax.models.locosplat.depth.config import DepthBranchConfig
 
 ACTIVATIONS = ("gelu", "relu")
@@ -72,49 +72,18 @@ class ModelConfig:
 
 @dataclasses.dataclass(frozen=True)
 class LossConfig:
-    """Eq. 6: l(G(D)) + coarse_weight * l(G(D~)), l = mse_weight * MSE + lpips_weight * LPIPS-VGG."""
+    """Eq. 6 (the LoCoSplat paper; the DepthSplat / VolSplat recipe): l(G(D)) + coarse_weight * l(G(D~)), the
+    final set's loss plus that of the coarse-depth Gaussian set, l = mse_weight * MSE + lpips_weight *
+    LPIPS-VGG (normalize=True). Each weight multiplies a family-neutral term of `locojax.losses`."""
 
     mse_weight: float = 1.0
-    lpips_weight: float = 0.05
-    coarse_weight: float = 0.9
-
-
-def _cast(default, value):
-    if isinstance(default, tuple):
-        return tuple(value)
-    if isinstance(default, bool):
-        return bool(value)
-    if isinstance(default, (int, float, str)):
-        return type(default)(value)
-    return value
-
-
-def from_mapping(cls, mapping, section: str, nested=None):
-    """A `cls` dataclass from a ConfigDict / dict: unknown keys name the closest valid ones; missing
-    keys keep the dataclass default; `nested` maps a field name to the dataclass of its section."""
-    nested = nested or {}
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    values = {}
-    for key in mapping.keys():
-        if key not in fields:
-            close = difflib.get_close_matches(key, list(fields), n=3)
-            raise ValueError(f"config.{section}.{key} is not a key of {cls.__name__}; closest: {close}; "
-                             f"valid: {sorted(fields)}")
-        if key in nested:
-            values[key] = from_mapping(nested[key], mapping[key], f"{section}.{key}")
-        else:
-            values[key] = _cast(fields[key].default, mapping[key])
-    return cls(**values)
+    lpips_weight: float = 0.05   # lambda
+    coarse_weight: float = 0.9   # beta: the coarse-depth set G(D~)
 
 
 def model_config_from(model_cfg) -> ModelConfig:
-    return from_mapping(ModelConfig, model_cfg, "model", {"depth": DepthBranchConfig})
+    return from_mapping(ModelConfig, model_cfg, "model", nested={"depth": DepthBranchConfig})
 
 
 def loss_config_from(loss_cfg) -> LossConfig:
     return from_mapping(LossConfig, loss_cfg, "loss")
-
-
-def as_dict(cfg) -> dict:
-    """A dataclass (with nested dataclasses) -> nested dict, for ConfigDicts."""
-    return dataclasses.asdict(cfg)

@@ -1,4 +1,4 @@
-"""Per-scene depth-branch health (paper 000, App. D, Table 13), jittable, each value [B].
+"""Per-scene depth-branch health (the LoCoSplat paper, App. D, Table 13), jittable, each value [B].
 
     diags = table13_diagnostics(match_prob0, coarse_depth, final_depth, intrinsics, c2w, near, far,
                                 num_neighbours=2)

@@ -1,4 +1,4 @@
-"""`LoCoSplatModel`: the `locojax.models.interface.GaussianModel` of LoCoSplat (paper 000).
+"""`LoCoSplatModel`: the `locojax.models.interface.GaussianModel` of LoCoSplat (arXiv 2610.04351).
 
 predict: context Views -> the final Gaussian set G(D) [B, V*H*W rows] (dead rows inert) and, when
 training with `coarse_set`, the coarse-depth set G(D~) as `Prediction.extra["coarse"]` (the trainer

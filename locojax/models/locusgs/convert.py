@@ -39,6 +39,8 @@ import jax
 import numpy as np
 from flax import traverse_util
 
+from locojax.models.locusgs.config import model_config_from
+
 KINDS = ("official",)
 _DEC = r"enc_dec_backbone\.decoder_blocks\.(\d+)\."
 _ENC = r"enc_dec_backbone\.encoder\.(\d+)\."
@@ -127,15 +129,15 @@ def unused_by_config(config) -> tuple:
     `anchor_head_self_attn`, content-only cross-attention no `geo_scale`/`tau_sample`, and without
     radius refinement there is no `radius_embed`. They may be absent from a checkpoint (they keep
     their fresh initialisation)."""
-    m = config.model
-    if not m.get("anchors", False):
+    m = model_config_from(config.model)
+    if not m.anchors:
         return ()
     out = []
-    if not m.get("anchor_self_pe", True):
+    if not m.anchor_self_pe:
         out.append(r"decoder_\d+/pe_mlp/.*")
-    if not m.get("anchor_cross_bias", True):
+    if not m.anchor_cross_bias:
         out += [r"bias_gamma", r"decoder_\d+/unused_tau_sample"]
-    if not m.get("refine_radius", True):
+    if not m.refine_radius:
         out.append(r"drho_head/.*")
     return tuple(out)
 

@@ -9,8 +9,7 @@ loss_terms (eqs. 29-30 / official): per supervised layer l with weight w_l,
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -19,29 +18,19 @@ from locojax.losses.photometric import dssim, mse
 from locojax.losses.visibility import kept_visibility_loss, visibility_loss
 from locojax.models.common.frames import gaussians_from_frame
 from locojax.models.interface import FINAL, LossTerm, Prediction
+from locojax.models.locusgs.config import LossConfig, ModelConfig, pose_scale_value
 from locojax.models.locusgs.decode import decode
 from locojax.models.locusgs.network import LocusNet, NetConfig
 from locojax.types import Batch, RenderOutput, Views
 
 
-@dataclasses.dataclass(frozen=True)
-class LossConfig:
-    layer_weights: tuple = (1.0,)   # one per supervised layer (LocusGS (1/3, 2/3))
-    mse_weight: float = 1.0
-    dssim_weight: float = 0.2
-    vis_weight: float = 1.0
-    anchor_vis_weight: float = 0.0  # LocusGS 0.1
-    vis_clamp: float = 1.0
-    scale_max: float = 0.075        # decode's scale cap (config.model.scale_max)
-    # Scene scale of the network frame (config.model.pose_scale): "context" = 1 / max_i |c_i - c_0|
-    # (LocusGS RE10K), or a constant (DL3DV 0.15; 1.0 = poses as given).
-    pose_scale: object = 1.0
-    # L_vis of the Gaussian centres: "kept" (the released code: only Gaussians the rasteriser keeps,
-    # projected by it) or "paper" (eq. 28 on every centre). Anchors always use eq. 28.
-    vis_mode: str = "kept"
-    render_near: float = 0.025      # the rasteriser's planes/eps2d, for "kept"
-    render_far: float = 125.0
-    render_eps2d: float = 0.3
+class RenderPlanes(NamedTuple):
+    """The rasteriser's near / far planes and eps2d (`config.render`), for the "kept" L_vis, which
+    projects the centres as the rasteriser does."""
+
+    near: float
+    far: float
+    eps2d: float
 
 
 def layer_name(i: int) -> str:
@@ -58,14 +47,19 @@ def centroid_dispersion(means, num_tokens: int):
 
 
 class LocusModel:
+    """model_cfg / loss_cfg: `config.model` / `config.loss` (`locojax.models.locusgs.config`); net_cfg:
+    the network's configuration (`locojax.models.locusgs.net_config_from`); planes: `config.render`'s."""
+
     name = "locusgs"
     sh_degree = 0
 
-    def __init__(self, net_cfg: NetConfig, loss: LossConfig):
-        if len(loss.layer_weights) != len(net_cfg.supervised_layers):
-            raise ValueError(f"config.loss.layer_weights {loss.layer_weights} needs one weight per "
+    def __init__(self, model_cfg: ModelConfig, loss_cfg: LossConfig, net_cfg: NetConfig,
+                 planes: RenderPlanes):
+        if len(loss_cfg.layer_weights) != len(net_cfg.supervised_layers):
+            raise ValueError(f"config.loss.layer_weights {loss_cfg.layer_weights} needs one weight per "
                              f"config.model.supervised_layers {net_cfg.supervised_layers}")
-        self.net_cfg, self.loss_cfg = net_cfg, loss
+        self.model_cfg, self.loss_cfg, self.net_cfg, self.planes = model_cfg, loss_cfg, net_cfg, planes
+        self.pose_scale = pose_scale_value(model_cfg.pose_scale)  # "context" or a float
         self.net = LocusNet(net_cfg)
         self.num_gaussians = net_cfg.num_tokens * net_cfg.gaussians_per_token
 
@@ -77,7 +71,7 @@ class LocusModel:
         frame = c2w[:, 0]
         rel = jnp.einsum("bij,bvjk->bvik", jnp.linalg.inv(frame), c2w)
         b = c2w.shape[0]
-        ps = self.loss_cfg.pose_scale
+        ps = self.pose_scale
         if ps == "context":
             d = jnp.max(jnp.linalg.norm(rel[:, :, :3, 3], axis=-1), axis=1)
             s = jnp.where(d > 1e-6, 1.0 / jnp.maximum(d, 1e-6), 1.0)  # coincident views: unscaled
@@ -102,7 +96,7 @@ class LocusModel:
         for layer, o in zip(cfg.supervised_layers, outs):
             # z + 1 only for TokenGS: LocusGS's free-centre ablation has no offset (official code)
             g = decode(o.raw, o.mu, o.radius, anchored=anchored, z_offset=0.0 if cfg.anchors else 1.0,
-                       scale_max=self.loss_cfg.scale_max)
+                       scale_max=self.model_cfg.scale_max)
             g = gaussians_from_frame(g, frame, inv_s)
             sets[layer] = g
             if cfg.anchors:
@@ -131,8 +125,8 @@ class LocusModel:
             terms["dssim" + sfx] = LossTerm(w * lc.dssim_weight, dssim(rgb, tgt.images, padding="same"))
             if lc.vis_mode == "kept":
                 h, wd = tgt.image_shape
-                vis = kept_visibility_loss(g, tgt.c2w, tgt.intrinsics, width=wd, height=h, near=lc.render_near,
-                                           far=lc.render_far, eps2d=lc.render_eps2d, max_penalty=lc.vis_clamp)
+                vis = kept_visibility_loss(g, tgt.c2w, tgt.intrinsics, width=wd, height=h, near=self.planes.near,
+                                           far=self.planes.far, eps2d=self.planes.eps2d, max_penalty=lc.vis_clamp)
             else:
                 vis = visibility_loss(g.means, tgt.c2w, tgt.intrinsics, max_penalty=lc.vis_clamp)
             terms["vis" + sfx] = LossTerm(w * lc.vis_weight, jnp.mean(vis))

@@ -1,4 +1,4 @@
-"""TokenGS / LocusGS network (paper 002; official nv-tlabs/TokenGS and leo-frank/LocusGS code).
+"""TokenGS / LocusGS network (the LocusGS paper; official nv-tlabs/TokenGS and leo-frank/LocusGS code).
 
     net = LocusNet(cfg)
     layers = net.apply({"params": p}, images, c2w_rel, K_norm)   # one LayerOut per supervised layer
@@ -33,39 +33,44 @@ HEAD_CHANNELS = 14  # pos 3, rgb 3, scale 3, quat 4, opacity 1 (official layout)
 
 @dataclasses.dataclass(frozen=True)
 class NetConfig:
-    dim: int = 1024
-    heads: int = 16
-    patch: int = 8
-    encoder_layers: int = 3
-    decoder_layers: int = 12
-    num_tokens: int = 1024
-    gaussians_per_token: int = 64
+    """The network's configuration: `config.model`'s architecture keys (`locojax.models.locusgs.config.
+    ModelConfig` documents them and holds their defaults; `NetConfig.from_model` copies them) plus the
+    official module's fixed constants and the compute settings."""
+
+    dim: int
+    heads: int
+    patch: int
+    encoder_layers: int
+    decoder_layers: int
+    num_tokens: int
+    gaussians_per_token: int
+    encoder_layer_scale: float
+    decoder_layer_scale: float
+    supervised_layers: tuple              # 1-based decoder layers whose Gaussians are decoded
+    anchors: bool                         # LocusGS (True) / TokenGS (False)
+    refine_radius: bool
+    anchor_self_pe: bool
+    anchor_cross_bias: bool
+    radius_in_bias: bool
+    anchored_centres: bool
+    head_xy_grid: float
+    unused_params: bool
     mlp_ratio: float = 4.0
-    encoder_layer_scale: float = 1e-2
-    decoder_layer_scale: float = 5e-5
-    supervised_layers: tuple = (12,)      # 1-based decoder layers whose Gaussians are decoded
-    anchors: bool = False                 # LocusGS (True) / TokenGS (False)
-    # Table 4/5 ablations (anchors on only):
-    refine_radius: bool = True            # False: r stays r0
-    anchor_self_pe: bool = True           # False: content-only self-attention
-    anchor_cross_bias: bool = True        # False: content-only cross-attention
-    radius_in_bias: bool = True           # False: sigma = 0.1 r0 (radius not in the bias)
-    anchored_centres: bool = True         # False: free centres (TokenGS head, anchors only for attention)
-    # Tiny-budget departure (0 = official zero head bias: every Gaussian starts at (0, 0, 1)): the
-    # head bias puts the G Gaussians of a token on a ceil(sqrt G)^2 lateral grid over [-s, s]^2.
-    head_xy_grid: float = 0.0
     pe_per_axis: int = 128
     pe_temperature: float = 10000.0
     sigma_ratio: float = 0.1
     sigma2_floor: float = 1e-3
     bias_clamp: float = 20.0
     gamma_init: float = -2.25
-    # The official LocusGS module also holds 4 LayerNorms per decoder layer and tau_sample that
-    # forward never uses (52,236 params at width 1024); True adds them so counts/checkpoints match.
-    unused_params: bool = False
     dtype: Any = jnp.float32
-    query_chunk: Any = None
+    query_chunk: Any = None               # queries per attention chunk; None: unchunked
     attention_impl: Any = None
+
+    @classmethod
+    def from_model(cls, m, **compute) -> "NetConfig":
+        """`m`: a `ModelConfig`; `compute`: dtype / query_chunk / attention_impl."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in dataclasses.asdict(m).items() if k in names}, **compute)
 
 
 class LayerOut(NamedTuple):

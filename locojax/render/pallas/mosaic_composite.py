@@ -367,7 +367,7 @@ def composite_tiles_mosaic(table, ids, starts, limits, origins, tile_size, width
     if not mosaic_fits(ids.shape[0], starts.shape[0], chunk):
         raise ValueError(
             f"Mosaic compositing: {ids.shape[0]:,} list entries in {starts.shape[0]:,} rows pad past the "
-            f"int32 slot index space (2^31); lower config.render.capacities.max_pairs or use "
+            f"int32 slot index space (2^31); lower config.render.max_pairs or use "
             f"config.render.backend='xla'")
     return _composite(table, ids, starts, limits, origins, int(tile_size), int(width), int(height), int(chunk),
                       interpret)
