@@ -41,13 +41,9 @@ def make_schedule(opt_config, total_steps: int, peak_lr: float) -> Schedule:
             end_value=peak_lr * float(opt_config.final_lr_fraction),
         )
     if name == "one_cycle":
-        return optax.cosine_onecycle_schedule(
-            transition_steps=total_steps,
-            peak_value=peak_lr,
-            pct_start=float(opt_config.one_cycle_pct_start),
-            div_factor=float(opt_config.one_cycle_div_factor),
-            final_div_factor=float(opt_config.one_cycle_final_div_factor),
-        )
+        initial = peak_lr / float(opt_config.one_cycle_div_factor)
+        return _torch_one_cycle(opt_config, total_steps, initial, peak_lr,
+                                initial / float(opt_config.one_cycle_final_div_factor))
     if name == "constant":
         return optax.constant_schedule(peak_lr)
     raise ValueError(
@@ -55,24 +51,31 @@ def make_schedule(opt_config, total_steps: int, peak_lr: float) -> Schedule:
     )
 
 
-def one_cycle_beta1(opt_config, total_steps: int) -> Schedule:
-    """PyTorch OneCycleLR's momentum cycling (cycle_momentum=True, cosine): beta1 goes
-    max -> base over the rising phase, then base -> max (TokenGS/LocusGS: 0.95 -> 0.85 -> 0.95)."""
+def _torch_one_cycle(opt_config, total_steps: int, start: float, middle: float, end: float) -> Schedule:
+    """PyTorch OneCycleLR's two cosine phases (`_schedule_phases`, anneal_strategy="cos"): start ->
+    middle up to step pct_start * total - 1, then middle -> end at step total - 1. (optax's
+    cosine_onecycle_schedule turns one step later, at pct_start * total.)"""
     total_steps = max(int(total_steps), 2)
-    # torch's phase boundary: pct_start * total - 1 (OneCycleLR `_schedule_phases`)
     rise = max(float(opt_config.one_cycle_pct_start) * total_steps - 1.0, 1.0)
-    hi, lo = float(opt_config.one_cycle_max_momentum), float(opt_config.one_cycle_base_momentum)
 
-    def cos_anneal(start, end, pct):
-        return end + (start - end) / 2.0 * (jnp.cos(jnp.pi * pct) + 1.0)
+    def cos_anneal(a, b, pct):
+        w = 0.5 * (1.0 + jnp.cos(jnp.pi * pct))  # written as a blend so each phase starts exactly at `a`
+        return a * w + b * (1.0 - w)
 
     def schedule(step):
         step = jnp.asarray(step, jnp.float32)
-        up = cos_anneal(hi, lo, jnp.clip(step / rise, 0.0, 1.0))
-        down = cos_anneal(lo, hi, jnp.clip((step - rise) / max(total_steps - 1.0 - rise, 1.0), 0.0, 1.0))
+        up = cos_anneal(start, middle, jnp.clip(step / rise, 0.0, 1.0))
+        down = cos_anneal(middle, end, jnp.clip((step - rise) / max(total_steps - 1.0 - rise, 1.0), 0.0, 1.0))
         return jnp.where(step <= rise, up, down)
 
     return schedule
+
+
+def one_cycle_beta1(opt_config, total_steps: int) -> Schedule:
+    """PyTorch OneCycleLR's momentum cycling (cycle_momentum=True, cosine): beta1 goes
+    max -> base over the rising phase, then base -> max (TokenGS/LocusGS: 0.95 -> 0.85 -> 0.95)."""
+    hi, lo = float(opt_config.one_cycle_max_momentum), float(opt_config.one_cycle_base_momentum)
+    return _torch_one_cycle(opt_config, total_steps, hi, lo, hi)
 
 
 def _path_str(path) -> str:

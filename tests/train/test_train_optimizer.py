@@ -42,15 +42,16 @@ def test_warmup_starts_at_init_fraction():
 
 
 def test_one_cycle_closed_form():
+    # torch OneCycleLR's phases: up to step pct_start * total - 1 = 24, down to step total - 1 = 99
     c = _opt(schedule="one_cycle", one_cycle_pct_start=0.25, one_cycle_div_factor=25.0,
              one_cycle_final_div_factor=1e4)
     s = make_schedule(c.optimizer, 100, 1.0)
     start, end = 1.0 / 25, 1.0 / 25 / 1e4
     assert abs(float(s(0)) - start) < 1e-7
-    assert abs(float(s(25)) - 1.0) < 1e-6
-    assert abs(float(s(100)) - end) < 1e-7
-    mid_up = start + (1.0 - start) * 0.5 * (1 - math.cos(math.pi * 12.5 / 25))
-    assert abs(float(s(12.5)) - mid_up) < 1e-5
+    assert abs(float(s(24)) - 1.0) < 1e-6 and float(s(25)) < float(s(24))
+    assert abs(float(s(99)) - end) < 1e-7
+    mid_up = start + (1.0 - start) * 0.5 * (1 - math.cos(math.pi * 12 / 24))
+    assert abs(float(s(12)) - mid_up) < 1e-5
 
 
 def _toy_params():

@@ -9,8 +9,8 @@ Measured when the fixture was made: step-0 loss and each term agree to ~1e-6 rel
 norms to 1e-4 (step 0) .. 7e-4 (step 1): the official run's own rasterizer check (gsplat's torch pieces
 against the JAX op the run used) differs by 3e-4 in the gradients at this initialisation, where all
 1,024 Gaussians sit at one point and the compositing order is decided by near-ties in depth. The
-learning rate differs by up to 2.3e-4 relative over these steps: optax's one-cycle schedule turns at
-pct_start * T, torch's OneCycleLR at pct_start * T - 1.
+learning rate follows torch's OneCycleLR phases (it differed by up to 2.3e-4 relative when the port used
+optax's one-cycle schedule, which turns one step later).
 """
 
 import pathlib
@@ -55,4 +55,4 @@ def test_first_steps_track_the_official_run(runs):
     on = o["loss_visibility"] > 0.01
     assert np.all(rel(p["loss_visibility"][on], o["loss_visibility"][on]) < 1e-4)
     assert np.all(rel(p["grad_norm"], o["grad_norm"]) < 3e-3), rel(p["grad_norm"], o["grad_norm"])
-    assert np.all(rel(p["lr"], o["lr"]) < 1e-3), rel(p["lr"], o["lr"])
+    assert np.all(rel(p["lr"], o["lr"]) < 1e-5), rel(p["lr"], o["lr"])
