@@ -54,7 +54,10 @@ def apply_gradients(tx, state: TrainState, loss, grads):
     finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
     # Zeroed grads keep NaNs out of the optimizer's arithmetic on the discarded branch.
     safe_grads = jax.tree_util.tree_map(lambda g: jnp.where(finite, g, jnp.zeros_like(g)), grads)
-    updates, new_opt_state = tx.update(safe_grads, state.opt_state, state.params)
+    # The norm goes to an optimizer that can reuse it (locojax.train.optimizer.clip_by_global_norm)
+    # rather than reduce every leaf again; where finite, safe_grads == grads.
+    extra = dict(global_norm=grad_norm) if isinstance(tx, optax.GradientTransformationExtraArgs) else {}
+    updates, new_opt_state = tx.update(safe_grads, state.opt_state, state.params, **extra)
     new_params = optax.apply_updates(state.params, updates)
     keep = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(finite, a, b), new, old)  # noqa: E731
     skipped = (~finite).astype(jnp.int32)
