@@ -111,3 +111,38 @@ def test_clipping_is_global_and_ignores_frozen():
     np.testing.assert_allclose(ref["g"], 0.1)
     updates, _ = tx.update(grads, tx.init(params), params)
     np.testing.assert_allclose(updates["head"]["kernel"], -1.0, rtol=1e-3)  # Adam: lr * sign
+
+
+def test_clipping_reuses_the_steps_norm_only_without_frozen_groups():
+    """optimizer.clip_by_global_norm against optax's: the norm the train step passes is used (a wrong
+    one shows it), except with frozen groups, whose gradients the step's norm includes."""
+    from locojax.train.optimizer import clip_by_global_norm
+    from locojax.train.state import TrainState
+    from locojax.train.step import apply_gradients, global_norm
+
+    grads = {"a": jnp.full((3, 2), 2.0), "b": jnp.arange(4.0)}
+    want, _ = optax.clip_by_global_norm(1.0).update(grads, optax.EmptyState())
+    got, _ = clip_by_global_norm(1.0).update(grads, optax.EmptyState(), global_norm=global_norm(grads))
+    for k in grads:
+        np.testing.assert_array_equal(got[k], want[k])
+    given, _ = clip_by_global_norm(1.0).update(grads, optax.EmptyState(), global_norm=jnp.float32(100.0))
+    np.testing.assert_allclose(given["a"], 2.0 / 100.0, rtol=1e-6)  # the given norm was used
+    ignored, _ = clip_by_global_norm(1.0, reuse_norm=False).update(grads, optax.EmptyState(),
+                                                                    global_norm=jnp.float32(100.0))
+    for k in grads:
+        np.testing.assert_array_equal(ignored[k], want[k])
+
+    # Through the train step's optimizer half, frozen gradients still stay out of the clipping.
+    params = _toy_params()
+    c = _opt(schedule="constant", learning_rate=1.0, weight_decay=0.0, grad_clip_norm=1.0,
+             frozen_groups=("frozen",))
+    tx, _ = make_optimizer(c, params, _labels(params))
+    g = jax.tree_util.tree_map(jnp.zeros_like, params)
+    g["frozen"]["kernel"] = jnp.full((2, 2), 1e6)
+    g["head"]["kernel"] = jnp.full((3, 2), 0.1)
+    state = TrainState(step=jnp.int32(0), params=params, opt_state=tx.init(params), rng=jax.random.PRNGKey(0),
+                       num_nonfinite=jnp.int32(0), consecutive_nonfinite=jnp.int32(0))
+    new, norm, finite = apply_gradients(tx, state, jnp.float32(0.0), g)
+    assert bool(finite) and float(norm) > 1e6
+    np.testing.assert_allclose(new.params["head"]["kernel"] - params["head"]["kernel"], -1.0, rtol=1e-3)
+    np.testing.assert_array_equal(new.params["frozen"]["kernel"], params["frozen"]["kernel"])
