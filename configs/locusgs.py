@@ -150,6 +150,14 @@ def _tiny(config, anchors: bool):
     # 1,024-4,096 Gaussians at 64x64 instead of 65,536 at 256x256: a cap 8x the official 0.075 keeps the
     # footprint per Gaussian in pixels comparable (fx ~ 55 px instead of ~ 220 px).
     m.scale_max = 0.6
+    # Network frame in metres (a constant scale, as the official DL3DV setting) instead of RE10K's
+    # 1 / context baseline: the synthetic rooms are metric and alike (context-0 median depth 2.2-4.4 m
+    # over training samples), but the tokengs sampler's gaps make depth / baseline span 2.6-13.4, and
+    # at this budget the model learns one depth for that frame, not the scene's: with "context" its
+    # centres sat at ~8 baselines on every held-out scene, 2x too deep (docs/locusgs_depth.md).
+    # tokengs_tiny keeps "context" (not measured with "1.0").
+    if anchors:
+        m.pose_scale = "1.0"
     quickstart_protocol(config)  # 64x64, 2 context / 4 targets, 32 train / 8 test synthetic scenes
     data = config.data
     data.sampler = "tokengs"  # the paper's: context = the ends of a U{10, 40} gap, targets inside it
