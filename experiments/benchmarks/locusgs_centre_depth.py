@@ -4,8 +4,8 @@
     python -m experiments.benchmarks.locusgs_centre_depth --frames [--config=locusgs_tiny] [--batches=100]
 
 --workdir: for every held-out scene of the run's evaluation (synthetic data, which stores exact depth),
-the camera-0 z of the final Gaussians (percentiles, opacity-weighted median) and of the last supervised
-layer's anchors, the anchor radius, next to the scene's true z-depth in context view 0, in world units
+the camera-0 z of the final Gaussians (percentiles, opacity-weighted median), their largest scale and its
+footprint fx * scale / z in pixels of view 0, and of the last supervised layer's anchors, the anchor radius, next to the scene's true z-depth in context view 0, in world units
 and divided by the context baseline |c_1 - c_0| (the network frame of pose_scale="context").
 --frames: the same true-depth statistics over training batches of the preset's sampler, so that one can
 see how far one network-frame depth can fit every sample under each pose scale.
@@ -57,9 +57,13 @@ def run_depths(workdir: str, step=None) -> list[dict]:
             true_z = scenes[key].depth[int(ctx.index[b, 0])].ravel()
             z = z_of(np.asarray(pred.gaussians.means[b]))
             opacity = np.asarray(pred.gaussians.opacities[b])
+            scale = np.asarray(pred.gaussians.scales[b]).max(-1)
+            fx_px = float(ctx.intrinsics[b, 0, 0, 0]) * ctx.images.shape[3]
             row = dict(scene=key, step=step, baseline=round(baseline, 3), true_z=_pct(true_z), gauss_z=_pct(z),
                        gauss_z_opacity_median=round(_weighted_median(z, opacity), 2),
-                       gauss_z_net=_pct(z / baseline), true_z_net=_pct(true_z / baseline))
+                       gauss_z_net=_pct(z / baseline), true_z_net=_pct(true_z / baseline),
+                       scale_median=round(float(np.median(scale)), 3),
+                       footprint_px_median=round(float(np.median(fx_px * scale / np.maximum(z, 1e-6))), 2))
             if f"anchors_{last}" in pred.aux:
                 row["anchor_z"] = _pct(z_of(np.asarray(pred.aux[f"anchors_{last}"][b])))
                 row["anchor_radius_median"] = round(float(np.median(pred.aux[f"anchor_radii_{last}"][b])), 3)
@@ -107,7 +111,8 @@ def main(argv=None) -> int:
         mean = lambda k: np.mean([r[k][1] for r in rows])  # noqa: E731
         print(f"mean over scenes of the medians: true z {mean('true_z'):.2f}, Gaussians {mean('gauss_z'):.2f}"
               + (f", anchors {mean('anchor_z'):.2f}" if "anchor_z" in rows[0] else "")
-              + f"; over baseline: true {mean('true_z_net'):.2f}, Gaussians {mean('gauss_z_net'):.2f}")
+              + f"; over baseline: true {mean('true_z_net'):.2f}, Gaussians {mean('gauss_z_net'):.2f}; footprint "
+              f"{np.mean([r['footprint_px_median'] for r in rows]):.2f} px, scale {np.mean([r['scale_median'] for r in rows]):.3f}")
     return 0
 
 
