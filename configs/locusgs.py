@@ -134,6 +134,18 @@ def _tiny(config, anchors: bool):
     # 1,024-4,096 Gaussians at 64x64 instead of 65,536 at 256x256: a cap 8x the official 0.075 keeps the
     # footprint per Gaussian in pixels comparable (fx ~ 55 px instead of ~ 220 px).
     m.scale_max = 0.6
+    if anchors:
+        # The centres' depth is what sets a Gaussian's footprint (fx * scale / z pixels) at this budget:
+        # the scales stayed at their initial 0.6 / e = 0.22 while the centres went to the depth where
+        # that is ~1 pixel (4,096 Gaussians for 64x64 pixels), 2.5-3.7x the rooms' true depth
+        # (docs/locusgs_depth.md). An initial scale of 0.15 / e = 0.055 m is ~1 pixel at the rooms'
+        # median depth (3.2 m, fx ~ 55 px).
+        m.scale_max = 0.15
+        # Network frame in metres (a constant scene scale, the official DL3DV setting) rather than
+        # 1 / context baseline: the rooms are metric and alike (median depth 2.2-4.4 m over training
+        # samples) while depth / baseline spans 2.6-13.4 under the tokengs sampler's gaps, so one
+        # initial scale gives one footprint only in metres. tokengs_tiny keeps "context" and 0.6.
+        m.pose_scale = "1.0"
     quickstart_protocol(config)  # 64x64, 2 context / 4 targets, 32 train / 8 test synthetic scenes
     data = config.data
     data.sampler = "tokengs"  # the paper's: context = the ends of a U{10, 40} gap, targets inside it
