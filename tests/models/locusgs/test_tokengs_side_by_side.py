@@ -22,7 +22,7 @@ import pytest
 FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "tokengs_train"
 sys.path.insert(0, str(FIXTURE))
 
-import port_trajectory  # noqa: E402
+import tokengs_port_trajectory  # noqa: E402  (GlobalSplat's fixture has its own port_trajectory module)
 
 pytestmark = pytest.mark.long_running  # one compile of the tokengs_tiny train step
 
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.long_running  # one compile of the tokengs_tiny train s
 @pytest.fixture(scope="module")
 def runs():
     official = dict(np.load(FIXTURE / "official_trajectory.npz"))
-    return official, port_trajectory.run_port(official, len(official["loss"]))
+    return official, tokengs_port_trajectory.run_port(official, len(official["loss"]))
 
 
 def rel(a, b):
