@@ -25,7 +25,10 @@ import numpy as np
 SH_C0 = 0.28209479177387814  # gsplat's degree-0 SH constant
 
 
-def _common(torch, means, colors, viewmats, Ks, backgrounds, sh_degree, packed, render_mode, camera_model):
+def _primitives(means, quats, scales, opacities, colors, viewmats, Ks, backgrounds, sh_degree, packed,
+                render_mode, camera_model):
+    """gsplat's keyword arguments -> (batched, SH degree, (means, quats, scales, opacities, SH, viewmats,
+    Ks, backgrounds) each with a leading batch axis); plain RGB colours become the DC coefficient."""
     if packed or camera_model != "pinhole" or render_mode not in ("RGB", "RGB+ED"):
         raise ValueError(f"stand-in rasterization supports packed=False, pinhole, RGB/RGB+ED; got packed={packed}, "
                          f"camera_model={camera_model!r}, render_mode={render_mode!r}")
@@ -34,7 +37,10 @@ def _common(torch, means, colors, viewmats, Ks, backgrounds, sh_degree, packed, 
         colors, sh_degree = ((colors - 0.5) / SH_C0).unsqueeze(-2), 0
     if backgrounds is not None:
         backgrounds = backgrounds.detach().to(means.dtype)
-    return batched, colors, int(sh_degree), backgrounds
+    prim = (means, quats, scales, opacities, colors, viewmats, Ks, backgrounds)
+    if not batched:
+        prim = tuple(None if a is None else a.unsqueeze(0) for a in prim)
+    return batched, int(sh_degree), prim
 
 
 def _outputs(torch, rgb, depth, alpha, means, viewmats, render_mode):
@@ -95,11 +101,8 @@ def jax_rasterization(torch):
     def rasterization(*, means, quats, scales, opacities, colors, viewmats, Ks, width, height,
                       near_plane=0.01, far_plane=1e10, packed=False, render_mode="RGB", sh_degree=None,
                       backgrounds=None, camera_model="pinhole", eps2d=0.3):
-        batched, sh, deg, bg = _common(torch, means, colors, viewmats, Ks, backgrounds, sh_degree, packed,
-                                       render_mode, camera_model)
-        args = (means, quats, scales, opacities, sh, viewmats, Ks, bg)
-        if not batched:
-            args = tuple(None if a is None else a.unsqueeze(0) for a in args)
+        batched, deg, args = _primitives(means, quats, scales, opacities, colors, viewmats, Ks, backgrounds,
+                                         sh_degree, packed, render_mode, camera_model)
         kw = dict(width=int(width), height=int(height), sh_degree=deg, near=float(near_plane), far=float(far_plane),
                   eps2d=float(eps2d))
         rgb, depth, alpha = Raster.apply(*args, kw)
@@ -120,11 +123,8 @@ def torch_rasterization(torch):
     def rasterization(*, means, quats, scales, opacities, colors, viewmats, Ks, width, height,
                       near_plane=0.01, far_plane=1e10, packed=False, render_mode="RGB", sh_degree=None,
                       backgrounds=None, camera_model="pinhole", eps2d=0.3):
-        batched, sh, deg, bg = _common(torch, means, colors, viewmats, Ks, backgrounds, sh_degree, packed,
-                                       render_mode, camera_model)
-        prim = (means, quats, scales, opacities, sh, viewmats, Ks, bg)
-        if not batched:
-            prim = tuple(None if a is None else a.unsqueeze(0) for a in prim)
+        batched, deg, prim = _primitives(means, quats, scales, opacities, colors, viewmats, Ks, backgrounds,
+                                         sh_degree, packed, render_mode, camera_model)
         m, q, s, o, c, vm, k, b = prim
         rgbs, depths, alphas = [], [], []
         for i in range(m.shape[0]):
