@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from locojax.train.grad_norm import global_norm as bucketed_global_norm
+
 Schedule = Callable[[Any], Any]
 
 
@@ -48,11 +50,6 @@ def _adam_state_of(group_state) -> optax.ScaleByAdamState:
 def _replace_adam_state(group_state, new_adam: optax.ScaleByAdamState):
     return jax.tree_util.tree_map(lambda s: new_adam if _is_adam_state(s) else s, group_state,
                                   is_leaf=_is_adam_state)
-
-
-def sum_of_squares(x):
-    """sum(x**2) of one array as optax.tree.norm reduces a leaf (float32 scalar for float32 x)."""
-    return jnp.sum(jnp.square(x))
 
 
 def fused_adamw(
@@ -85,10 +82,9 @@ def fused_adamw(
       grad_clip_norm: clip on the global norm of the trainable gradients; <= 0 disables.
       multi_group: whether `reference` ends in optax.multi_transform (else one trainable group).
 
-    `update(grads, state, params, global_norm=None, leaf_sq_norms=None)`: `global_norm` is the norm
-    of all gradients (used for clipping when no group is frozen), `leaf_sq_norms` a pytree like grads
-    of per-leaf sums of squares (the clipping norm over trainable leaves is summed from it when some
-    group is frozen). Either may be omitted; the norm is then reduced here.
+    `update(grads, state, params, global_norm=None)`: `global_norm`, the norm of all gradients, is
+    used for clipping when no group is frozen; otherwise (or when omitted) the norm of the trainable
+    gradients is reduced here (`locojax.train.grad_norm`, a few kernels).
     """
     frozen = frozenset(frozen_groups)
     b2 = float(b2)
@@ -96,7 +92,7 @@ def fused_adamw(
     weight_decay = float(weight_decay)
     max_norm = float(grad_clip_norm)
 
-    def update_fn(grads, state, params=None, *, global_norm=None, leaf_sq_norms=None, **extra_args):
+    def update_fn(grads, state, params=None, *, global_norm=None, **extra_args):
         del extra_args
         if params is None:
             raise ValueError("fused_adamw needs params (AdamW's weight decay)")
@@ -114,11 +110,9 @@ def fused_adamw(
             if global_norm is not None and all(trainable):
                 norm = global_norm
             else:
-                if leaf_sq_norms is not None:
-                    sq = treedef.flatten_up_to(leaf_sq_norms)
-                else:
-                    sq = [sum_of_squares(g) for g in leaves_g]
-                norm = jnp.sqrt(sum((s for s, t in zip(sq, trainable) if t), jnp.float32(0.0)))
+                # Frozen gradients stay out of the clipping norm (torch clip_grad_norm_ over the
+                # trainable parameters in the papers' code).
+                norm = bucketed_global_norm([g for g, t in zip(leaves_g, trainable) if t])
             # optax.clip_by_global_norm: t where norm < max_norm, else t / norm * max_norm; one scalar
             # factor keeps the divide out of the per-leaf expressions.
             scale = jnp.where(norm < max_norm, jnp.float32(1.0), max_norm / norm)
