@@ -65,6 +65,7 @@ def fused_adamw(
     weight_decay: float,
     grad_clip_norm: float,
     multi_group: bool,
+    norm_concat_below: int | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     """AdamW with per-group schedules, frozen groups, decay mask and global-norm clipping, numerically
     the optax chain `reference` that `make_optimizer` builds (same state; updates equal to float32
@@ -81,6 +82,7 @@ def fused_adamw(
       b2, eps, weight_decay: AdamW's (eps_root is 0, as in optax.adamw's default).
       grad_clip_norm: clip on the global norm of the trainable gradients; <= 0 disables.
       multi_group: whether `reference` ends in optax.multi_transform (else one trainable group).
+      norm_concat_below: `locojax.train.grad_norm.concat_limit(config.sharding)`.
 
     `update(grads, state, params, global_norm=None)`: `global_norm`, the norm of all gradients, is
     used for clipping when no group is frozen; otherwise (or when omitted) the norm of the trainable
@@ -112,7 +114,8 @@ def fused_adamw(
             else:
                 # Frozen gradients stay out of the clipping norm (torch clip_grad_norm_ over the
                 # trainable parameters in the papers' code).
-                norm = bucketed_global_norm([g for g, t in zip(leaves_g, trainable) if t])
+                norm = bucketed_global_norm([g for g, t in zip(leaves_g, trainable) if t],
+                                            concat_below=norm_concat_below)
             # optax.clip_by_global_norm: t where norm < max_norm, else t / norm * max_norm; one scalar
             # factor keeps the divide out of the per-leaf expressions.
             scale = jnp.where(norm < max_norm, jnp.float32(1.0), max_norm / norm)

@@ -17,6 +17,7 @@ from typing import Callable, Optional, Sequence
 import jax
 import numpy as np
 
+from locojax.train.grad_norm import concat_limit
 from locojax.train import checkpoint as ckpt
 from locojax.train import compile_cache
 from locojax.train import sharding as shd
@@ -189,7 +190,8 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     progress = Progress(total, start, enabled=bool(config.progress_bar) and is_main)
     evaluator = Evaluator(run.model, run.render, config, run.mesh, run.state_shardings.params)
     step_fn = jit_train_step(
-        make_train_step(run.model, run.tx, run.schedule, run.render),
+        make_train_step(run.model, run.tx, run.schedule, run.render,
+                        norm_concat_below=concat_limit(run.config.sharding)),
         run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))
 
     def data_state():

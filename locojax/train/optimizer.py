@@ -17,6 +17,7 @@ import numpy as np
 import optax
 
 from locojax.train.fused_adamw import fused_adamw
+from locojax.train.grad_norm import concat_limit
 
 Schedule = Callable[[Any], Any]
 
@@ -200,4 +201,5 @@ def make_optimizer(config, params, labels, fused: bool = True) -> tuple[optax.Gr
         weight_decay=float(oc.weight_decay),
         grad_clip_norm=float(oc.grad_clip_norm),
         multi_group=multi_group,
+        norm_concat_below=concat_limit(config.get("sharding", "replicated")),
     ), default_schedule

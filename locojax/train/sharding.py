@@ -10,6 +10,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 DATA_AXIS = "data"
 SHARDING_MODES = ("replicated", "fsdp")
+# "fsdp" keeps leaves with fewer elements than this replicated.
+FSDP_MIN_ELEMENTS = 1024
 
 
 def make_mesh(devices=None) -> Mesh:
@@ -28,7 +30,7 @@ def batch_sharding(mesh: Mesh) -> NamedSharding:
 
 def _fsdp_spec(shape, num_shards: int) -> P:
     # Shard the largest axis that divides evenly; small or indivisible leaves stay replicated.
-    if not shape or int(np.prod(shape)) < 1024:
+    if not shape or int(np.prod(shape)) < FSDP_MIN_ELEMENTS:
         return P()
     for axis in sorted(range(len(shape)), key=lambda a: -shape[a]):
         if shape[axis] % num_shards == 0:

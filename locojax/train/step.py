@@ -41,8 +41,10 @@ def global_norm(tree):
     return optax.global_norm(tree)
 
 
-def apply_gradients(tx, state: TrainState, loss, grads):
+def apply_gradients(tx, state: TrainState, loss, grads, norm_concat_below: int | None = None):
     """The optimizer half of a train step: (new state, global grad norm, finite flag).
+
+    `norm_concat_below`: `locojax.train.grad_norm.concat_limit(config.sharding)`.
 
     A step whose loss or gradient norm is not finite keeps params and optimizer state and counts a
     non-finite step; the step counter advances either way.
@@ -52,7 +54,7 @@ def apply_gradients(tx, state: TrainState, loss, grads):
     # isfinite + all stacked over the 485 leaves of the 16k model (and a second norm of the
     # zeroed gradients) made its XLA:CPU compile 499 s and 14 GB instead of 61 s and 3.1 GB.
     # Bucketed (locojax.train.grad_norm): a few kernels instead of one to three per leaf.
-    grad_norm = bucketed_global_norm(grads)
+    grad_norm = bucketed_global_norm(grads, concat_below=norm_concat_below)
     finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
     # Zeroed grads keep NaNs out of the optimizer's arithmetic on the discarded branch.
     safe_grads = jax.tree_util.tree_map(lambda g: jnp.where(finite, g, jnp.zeros_like(g)), grads)
@@ -73,10 +75,11 @@ def apply_gradients(tx, state: TrainState, loss, grads):
     return new_state, grad_norm, finite
 
 
-def make_train_step(model, tx, schedule, render) -> Callable:
+def make_train_step(model, tx, schedule, render, norm_concat_below: int | None = None) -> Callable:
     """(state, batch) -> (state, metrics dict of scalars). Not jitted here (see `jit_train_step`).
 
-    `render` is `locojax.render.factory.make_render_fn(config.render, model.sh_degree)`."""
+    `render` is `locojax.render.factory.make_render_fn(config.render, model.sh_degree)`;
+    `norm_concat_below` is `locojax.train.grad_norm.concat_limit(config.sharding)`."""
 
     def loss_fn(params, batch, step, rng):
         rng_predict, rng_loss = jax.random.split(rng)
@@ -99,7 +102,7 @@ def make_train_step(model, tx, schedule, render) -> Callable:
     def train_step(state: TrainState, batch):
         rng = jax.random.fold_in(state.rng, state.step)
         (loss, logs), grads = grad_fn(state.params, batch, state.step, rng)
-        new_state, grad_norm, finite = apply_gradients(tx, state, loss, grads)
+        new_state, grad_norm, finite = apply_gradients(tx, state, loss, grads, norm_concat_below)
         skipped = (~finite).astype(jnp.int32)
         metrics = dict(logs)
         metrics["loss"] = loss

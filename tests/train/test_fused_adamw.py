@@ -108,5 +108,8 @@ def test_bucketed_norm_matches_float64():
     for bucket in (1, 16, 1 << 24):  # a leaf per bucket; several, with a leaf larger than one; all in one
         np.testing.assert_allclose(float(jax.jit(lambda t, b=bucket: sum_of_squares(t, b))(tree)), want, rtol=1e-6)
     np.testing.assert_allclose(float(jax.jit(lambda t: global_norm(t, 16))(tree)), np.sqrt(want), rtol=1e-6)
+    # "fsdp": leaves of 12 or more elements reduced alone, the scalar concatenated.
+    np.testing.assert_allclose(float(jax.jit(lambda t: sum_of_squares(t, 16, concat_below=12))(tree)), want,
+                               rtol=1e-6)
     assert float(sum_of_squares({})) == 0.0
     assert not np.isfinite(float(global_norm({"a": jnp.array([1.0, jnp.nan])})))
