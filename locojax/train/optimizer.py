@@ -5,6 +5,9 @@ are group names. `config.optimizer.group_learning_rates[name]` sets that group's
 (LoCoSplat: backbone 2e-6), groups in `config.optimizer.frozen_groups` are never updated and carry no
 optimizer moments (LoCoSplat's DepthAnything), all other groups use `config.optimizer.learning_rate`.
 Every group follows the same schedule shape, scaled to its own peak.
+
+The optimizer is built as an optax chain; `make_optimizer` returns it wrapped in
+`locojax.train.fused_adamw.fused_adamw` (same state and arithmetic, one XLA kernel per output and leaf).
 """
 
 from __future__ import annotations
