@@ -1,6 +1,7 @@
 """`depthwise_conv2d` is the same op as `lax.conv_general_dilated(feature_group_count=C)` and as
 torch's `Conv2d(C, C, k, groups=C)`, forward and both gradients, and its filter gradient compiles to
-fewer XLA:CPU kernels than JAX's own (docs/performance.md, "depthwise convolutions")."""
+fewer XLA:CPU kernels than JAX's own; TorchConv's depthwise and 1x1 (matmul) forms match torch
+(docs/performance.md, "depthwise convolutions")."""
 
 import jax
 import jax.numpy as jnp
@@ -72,25 +73,29 @@ def test_matches_lax_and_torch(shape, khw, strides, dilation):
     np.testing.assert_allclose(dk_library, dk_grouped, rtol=1e-5, atol=1e-4)
 
 
-def test_torch_conv_depthwise_path_with_padding_modes():
-    """TorchConv(groups=C) routes through depthwise_conv2d; replicate padding and stride 2 as torch."""
+@pytest.mark.parametrize("features,kernel,stride,padding,mode,groups", [
+    (6, 3, 2, 1, "replicate", 6),  # depthwise: depthwise_conv2d
+    (5, 1, 2, 1, "zeros", 1),  # 1x1 (strided, padded): a matmul over channels
+])
+def test_torch_conv_special_forms_match_torch(features, kernel, stride, padding, mode, groups):
+    """TorchConv's depthwise and 1x1 forms, forward and gradients, against torch.nn.Conv2d."""
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2, 9, 10, 6)).astype(np.float32)
-    conv = TorchConv(6, 3, 2, 1, padding_mode="replicate", groups=6)
+    conv = TorchConv(features, kernel, stride, padding, padding_mode=mode, groups=groups)
     params = jax.jit(conv.init)(jax.random.PRNGKey(0), x)
     y, (dparams, dx) = jax.jit(jax.value_and_grad(
         lambda p, x_: jnp.sum(jnp.sin(conv.apply(p, x_))), (0, 1)))(params, x)
-    ref = torch.nn.Conv2d(6, 6, 3, 2, 1, padding_mode="replicate", groups=6)
-    with torch.no_grad():
-        ref.weight.copy_(torch.tensor(np.asarray(params["params"]["kernel"])[:, :, 0, :].transpose(2, 0, 1)[:, None]))
+    ref = torch.nn.Conv2d(6, features, kernel, stride, padding, padding_mode=mode, groups=groups)
+    with torch.no_grad():  # flax HWIO -> torch OIHW
+        ref.weight.copy_(torch.tensor(np.asarray(params["params"]["kernel"]).transpose(3, 2, 0, 1)))
         ref.bias.copy_(torch.tensor(np.asarray(params["params"]["bias"])))
     xt = torch.tensor(x.transpose(0, 3, 1, 2), requires_grad=True)
     yt = torch.sin(ref(xt)).sum()
     yt.backward()
     np.testing.assert_allclose(y, yt.item(), rtol=1e-5)
     np.testing.assert_allclose(dx, xt.grad.numpy().transpose(0, 2, 3, 1), rtol=0, atol=1e-5)
-    np.testing.assert_allclose(dparams["params"]["kernel"][:, :, 0, :],
-                               ref.weight.grad.numpy()[:, 0].transpose(1, 2, 0), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(dparams["params"]["kernel"], ref.weight.grad.numpy().transpose(2, 3, 1, 0),
+                               rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(dparams["params"]["bias"], ref.bias.grad.numpy(), rtol=1e-5, atol=1e-4)
 
 

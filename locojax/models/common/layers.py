@@ -143,7 +143,12 @@ class TorchConv(nn.Module):
         lead = x.shape[:-3]
         x = x.reshape((-1,) + x.shape[-3:]).astype(self.dtype)
         x = _pad_spatial(x, pad, self.padding_mode)
-        if self.groups == c_in == self.features and self.groups > 1:  # depthwise: see depthwise_conv.py
+        if (kh, kw) == (1, 1) and self.groups == 1:
+            # A 1x1 conv is a matmul over channels. As a dot its filter gradient needs no layout copies:
+            # on XLA:CPU the conv form is 6 kernels with both gradients (3 transposes), the dot 3 + 1
+            # (docs/performance.md, "depthwise convolutions"); cuBLAS/TPU matmuls are as fast as 1x1 convs.
+            y = jnp.dot(x[:, ::sh, ::sw, :], kernel[0, 0].astype(self.dtype))
+        elif self.groups == c_in == self.features and self.groups > 1:  # depthwise: see depthwise_conv.py
             y = depthwise_conv2d(x, kernel.astype(self.dtype), (sh, sw), (dh, dw))
         else:
             y = jax.lax.conv_general_dilated(
