@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from locojax.train import checkpoint as ckpt
+from locojax.train.background_compile import BackgroundCompile
 from locojax.train import compile_cache
 from locojax.train import sharding as shd
 from locojax.train.evaluate import DIAG_PREFIX, Evaluator, format_lpips, summarize, write_results
@@ -200,8 +201,11 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
 
     last_eval = None
     t_setup = time.time()
+    # The step compiles (or loads from the persistent cache) beside the step-0 evaluation.
+    pending_step = BackgroundCompile(step_fn, state, run.example_batch)
     if start == 0:
         last_eval = run_evaluation(run, evaluator, state.params, 0, data, logger, workdir, protocol, progress)
+    step_fn = pending_step.result()
     max_bad = int(config.max_consecutive_nonfinite)
     eval_every, log_every = int(config.eval_every), int(config.log_every)
     ckpt_every = int(config.checkpoint_every)
