@@ -92,7 +92,7 @@ def measure(config, with_eval: bool = True, update_only: bool = False) -> dict:
         parts["render_metrics"] = _timed_stages(ev._render_metrics, gaussians, batch_spec.target)
         rgb = jax.eval_shape(ev._render_metrics, gaussians, batch_spec.target)[0]
         if ev.use_lpips:
-            lp = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), ev._lpips_params)
+            lp = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), ev._lpips_params())
             parts["lpips"] = _timed_stages(ev._lpips, lp, rgb, jax.ShapeDtypeStruct(rgb.shape, rgb.dtype))
         for p in parts.values():
             p.pop("_compiled")

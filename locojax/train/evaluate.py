@@ -33,14 +33,14 @@ DIAG_PREFIX = "diag/"
 
 def _lpips_fn():
     """A jitted LPIPS taking its VGG weights as an argument (not a 58 MB captured constant)."""
-    from locojax.metrics import lpips_vgg_params, lpips_with_params
+    from locojax.metrics import lpips_with_params
 
     def fn(params, pred, target):
         lead = pred.shape[:-3]
         flat = lambda x: x.reshape((-1,) + x.shape[-3:])  # noqa: E731
         return lpips_with_params(params, flat(pred), flat(target)).reshape(lead)
 
-    return jax.jit(fn), lpips_vgg_params()
+    return jax.jit(fn)
 
 
 class Evaluator:
@@ -51,7 +51,7 @@ class Evaluator:
         self._psnr, self._ssim = metrics.psnr, metrics.ssim
         self.use_lpips = bool(config.eval.lpips)
         if self.use_lpips:
-            self._lpips, self._lpips_params = _lpips_fn()
+            self._lpips = _lpips_fn()
         rep = shd.replicated(mesh)
         bsh = shd.batch_sharding(mesh)
 
@@ -72,6 +72,13 @@ class Evaluator:
         self._predict = jax.jit(predict, in_shardings=(param_shardings, bsh, rep), out_shardings=rep)
         self._render_metrics = jax.jit(render_metrics, out_shardings=rep)
         self._warm = False
+
+    @staticmethod
+    def _lpips_params():
+        # Loaded at the first evaluation, not at construction: a resumed run trains before it evaluates.
+        from locojax.metrics import lpips_vgg_params
+
+        return lpips_vgg_params()
 
     def run(self, params, step, batches: Iterable, *, process_count: int = 1,
             num_samples: int = 0, export_scenes: Iterable[str] | None = None):
@@ -94,7 +101,7 @@ class Evaluator:
             encoder_ms = (time.perf_counter() - t0) * 1e3 / max(len(keys), 1)
             rgb, depth, psnr, ssim = self._render_metrics(gaussians, batch.target)
             target = np.asarray(_fetch(batch.target.images))
-            lp = (np.asarray(self._lpips(self._lpips_params, rgb, jnp.asarray(target))) if self.use_lpips
+            lp = (np.asarray(self._lpips(self._lpips_params(), rgb, jnp.asarray(target))) if self.use_lpips
                   else np.full(psnr.shape, np.nan, np.float32))
             scene_id = np.asarray(_fetch(batch.scene_id))
             # Protocols with fewer targets for some scenes pad the view axis with index -1.

@@ -19,6 +19,7 @@ import numpy as np
 
 from locojax.train.grad_norm import concat_limit
 from locojax.train import checkpoint as ckpt
+from locojax.train.background_compile import BackgroundCompile
 from locojax.train import compile_cache
 from locojax.train import sharding as shd
 from locojax.train.evaluate import DIAG_PREFIX, Evaluator, format_lpips, summarize, write_results
@@ -150,16 +151,25 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
         _close(train_iter)
         raise
     latest = None if restored is None else restored[0]
+    if restored is not None and int(latest) >= total:  # a finished run: say so, touch nothing
+        if hasattr(train_iter, "close"):
+            train_iter.close()
+        manager.close()
+        if is_main:
+            print(f"{workdir} is already at its last step {int(latest)} (total_steps={total}); nothing to "
+                  f"train. To train longer: --config.total_steps=N with N > {int(latest)}.", flush=True)
+        return {"state": restored[1], "step": int(latest), "eval": None, "stopped": None, "finished": True}
+    # From here the train step traces, lowers and compiles (or loads from the persistent cache) on a
+    # background thread, beside the state's initialisation and the step-0 evaluation: on a warm rerun
+    # these are the three largest executables to load (docs/performance.md, "warm rerun, end to end").
+    step_fn = jit_train_step(
+        make_train_step(run.model, run.tx, run.schedule, run.render,
+                        norm_concat_below=concat_limit(run.config.sharding)),
+        run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))
+    pending_step = BackgroundCompile(step_fn, ckpt.abstract_with_shardings(run.abstract_state, run.state_shardings),
+                                     run.example_batch)
     if restored is not None:
         _, state, data_states = restored
-        if int(latest) >= total:  # a finished run: say so, touch nothing
-            if hasattr(train_iter, "close"):
-                train_iter.close()
-            manager.close()
-            if is_main:
-                print(f"{workdir} is already at its last step {int(latest)} (total_steps={total}); nothing to "
-                      f"train. To train longer: --config.total_steps=N with N > {int(latest)}.", flush=True)
-            return {"state": state, "step": int(latest), "eval": None, "stopped": None, "finished": True}
         processes = data_states.get("processes") or []
         if run.process_index < len(processes):  # (a checkpoint made by import_weights has none)
             train_iter.set_state(processes[run.process_index])
@@ -189,10 +199,6 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     logger = MetricsLogger(workdir, enabled=is_main)
     progress = Progress(total, start, enabled=bool(config.progress_bar) and is_main)
     evaluator = Evaluator(run.model, run.render, config, run.mesh, run.state_shardings.params)
-    step_fn = jit_train_step(
-        make_train_step(run.model, run.tx, run.schedule, run.render,
-                        norm_concat_below=concat_limit(run.config.sharding)),
-        run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))
 
     def data_state():
         return {"processes": shd.allgather_json(train_iter.get_state(), run.process_count)}
@@ -204,6 +210,7 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     t_setup = time.time()
     if start == 0:
         last_eval = run_evaluation(run, evaluator, state.params, 0, data, logger, workdir, protocol, progress)
+    step_fn = pending_step.result()
     max_bad = int(config.max_consecutive_nonfinite)
     eval_every, log_every = int(config.eval_every), int(config.log_every)
     ckpt_every = int(config.checkpoint_every)

@@ -18,7 +18,7 @@ from locojax.models.registry import build_model
 from locojax.render.factory import make_render_fn
 from locojax.train import sharding as shd
 from locojax.train.optimizer import make_optimizer
-from locojax.train.state import abstract_params, abstract_state, make_init_fn
+from locojax.train.state import abstract_params, abstract_state_from_params, make_init_fn
 from locojax.types import Batch, Views
 
 
@@ -92,7 +92,7 @@ def build_run(config, example_local_batch, model=None) -> Run:
     labels = model.param_labels(params_shape)
     tx, schedule = make_optimizer(config, params_shape, labels)
     init_fn = make_init_fn(model, tx)
-    abstract = abstract_state(init_fn, rng, example)
+    abstract = abstract_state_from_params(params_shape, rng, tx)
     shardings = shd.state_shardings(abstract, mesh, config.sharding)
     return Run(config, model, mesh, tx, schedule, render, init_fn, abstract, shardings, example,
                labels, process_index, process_count)

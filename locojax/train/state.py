@@ -41,18 +41,23 @@ def make_init_fn(model, tx) -> Callable:
 
     def init(rng, batch):
         init_rng, train_rng = jax.random.split(rng)
-        params = strong_types(model.init(init_rng, batch))
-        state = TrainState(
-            step=jnp.zeros((), jnp.int32),
-            params=params,
-            opt_state=tx.init(params),
-            rng=train_rng,
-            num_nonfinite=jnp.zeros((), jnp.int32),
-            consecutive_nonfinite=jnp.zeros((), jnp.int32),
-        )
-        return strong_types(state)
+        return state_from_params(model.init(init_rng, batch), train_rng, tx)
 
     return init
+
+
+def state_from_params(params, train_rng, tx) -> TrainState:
+    """The TrainState at step 0 around `params` (what the init function returns); jittable."""
+    params = strong_types(params)
+    state = TrainState(
+        step=jnp.zeros((), jnp.int32),
+        params=params,
+        opt_state=tx.init(params),
+        rng=train_rng,
+        num_nonfinite=jnp.zeros((), jnp.int32),
+        consecutive_nonfinite=jnp.zeros((), jnp.int32),
+    )
+    return strong_types(state)
 
 
 def strong_types(tree):
@@ -69,6 +74,12 @@ def abstract_params(model, rng, batch):
 
 def abstract_state(init_fn, rng, batch):
     return jax.eval_shape(init_fn, rng, batch)
+
+
+def abstract_state_from_params(params_shape, rng, tx):
+    """`abstract_state` from the abstract params (`abstract_params`) without tracing the model's init
+    again (seconds for the larger families, on every run, resume, evaluate and render)."""
+    return jax.eval_shape(lambda r, p: state_from_params(p, jax.random.split(r)[1], tx), rng, params_shape)
 
 
 def create_state(init_fn, rng, batch, shardings):

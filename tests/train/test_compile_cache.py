@@ -107,3 +107,23 @@ def test_second_run_loads_every_executable_and_another_config_does_not(tmp_path)
     third = _setup_record(tmp_path / "c")
     assert third["compile_cache_writes"] >= 2, third
     assert compile_cache.num_entries(str(cache)) == entries + third["compile_cache_writes"]
+
+
+def test_background_compile_gives_the_exact_spec_executable_and_reraises_errors():
+    import jax
+    import jax.numpy as jnp
+
+    from locojax.train.background_compile import BackgroundCompile
+
+    x = jnp.arange(4.0)
+    compiled = BackgroundCompile(jax.jit(lambda a, b: a * b), x, x).result()
+    assert jnp.array_equal(compiled(x, x), x * x)
+    with pytest.raises(TypeError):  # another dtype never compiles a second program silently
+        compiled(x.astype(jnp.int32), x)
+
+    def bad(a):
+        raise ValueError("traced on the background thread")
+
+    pending = BackgroundCompile(jax.jit(bad), x)
+    with pytest.raises(ValueError, match="background thread"):
+        pending.result()

@@ -163,3 +163,17 @@ def test_paired_comparison_of_two_evaluations(toy_run, capsys):
                                     os.path.join(ev, "synthetic_step0000006.json"))
     psnr_row = [ln for ln in table.splitlines() if ln.startswith("psnr")][0]
     assert " 3 " in psnr_row  # three paired scenes
+
+
+def test_abstract_state_from_params_is_the_init_functions_abstract_state():
+    import jax
+
+    from locojax.train.run import build_run, placeholder_batch
+    from locojax.train.state import abstract_state
+
+    config = toy_config()
+    run = build_run(config, placeholder_batch(config), toy_model(config))
+    traced = abstract_state(run.init_fn, jax.random.PRNGKey(0), run.example_batch)
+    assert jax.tree_util.tree_structure(run.abstract_state) == jax.tree_util.tree_structure(traced)
+    for a, b in zip(jax.tree_util.tree_leaves(run.abstract_state), jax.tree_util.tree_leaves(traced)):
+        assert (a.shape, a.dtype, a.weak_type) == (b.shape, b.dtype, b.weak_type)
