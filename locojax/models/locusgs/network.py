@@ -68,8 +68,8 @@ class NetConfig:
     dtype: Any = jnp.float32
     query_chunk: Any = None               # queries per attention chunk; None: unchunked
     attention_impl: Any = None
-    scan_layers: bool = True              # encoder / decoder layers as one scanned layer each (compile
-                                          # once); False: the Python-unrolled reference, same params
+    scan_layers: bool = False             # True: encoder / decoder layers as one jax.lax.scan each (same
+                                          # params; slower XLA:CPU compile, see docs/performance.md)
 
     @classmethod
     def from_model(cls, m, **compute) -> "NetConfig":
@@ -224,7 +224,7 @@ class LocusNet(nn.Module):
         # carries are kept after every `every`-th layer: all the supervised ones, few others
         every = tap_stride(c.decoder_layers, [s - 1 for s in c.supervised_layers])
         after = {}  # 1-based layer -> carry after it
-        if c.scan_layers and not self.is_initializing():  # the layers are identical: compile one
+        if c.scan_layers and not self.is_initializing():
             layer_fn = DecoderLayer(c, parent=None)
             dmu, drho = (functional(self, dmu_head), functional(self, drho_head)) if c.anchors else (None, None)
 

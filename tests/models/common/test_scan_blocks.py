@@ -4,7 +4,6 @@ param tree, same outputs, same gradients w.r.t. params and inputs."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from locojax.models.common.scan_blocks import tap_stride
 from locojax.models.locosplat.depth.dinov2 import DinoV2
@@ -29,10 +28,11 @@ def test_tap_stride():
     assert tap_stride(6, (5,)) == 6
 
 
-@pytest.mark.parametrize("taps", [(1, 3), (0, 2, 3)])  # grouped by 2 / every block kept
-def test_dinov2_scanned_matches_unrolled(taps):
+def test_dinov2_scanned_matches_unrolled():
+    """Taps (1, 3): nested scans of 2 blocks (the LocusNet test covers a single scan)."""
+    taps = (1, 3)
     kw = dict(dim=16, heads=2, depth=4, taps=taps)
-    scanned, unrolled = DinoV2(**kw), DinoV2(**kw, scan_layers=False)
+    scanned, unrolled = DinoV2(**kw, scan_layers=True), DinoV2(**kw)
     x = jax.random.normal(jax.random.key(0), (2, 14, 28, 3))
     params = scanned.init(jax.random.key(1), x)["params"]
     # the param tree is the unrolled one, name for name and value for value
@@ -60,21 +60,21 @@ def test_dinov2_scanned_bf16_keeps_dtype():
     kw = dict(dim=16, heads=2, depth=4, taps=(1, 3), dtype=jnp.bfloat16)
     x = jax.random.normal(jax.random.key(0), (1, 14, 28, 3))
     params = DinoV2(**kw).init(jax.random.key(1), x)["params"]
-    outs_s = DinoV2(**kw).apply({"params": params}, x)
-    outs_u = DinoV2(**kw, scan_layers=False).apply({"params": params}, x)
+    outs_s = DinoV2(**kw, scan_layers=True).apply({"params": params}, x)
+    outs_u = DinoV2(**kw).apply({"params": params}, x)
     assert [t.dtype for t, _ in outs_s] == [t.dtype for t, _ in outs_u]
     _assert_trees_close(outs_s, outs_u, 2e-2)
 
 
 def test_locusnet_scanned_matches_unrolled():
-    """LocusGS (anchors on: the anchors' refinement heads run inside the scanned decoder step); TokenGS
-    takes the same path without them (its forward fixture tests cover it)."""
+    """LocusGS (anchors on: the anchors' refinement heads run inside the scanned decoder step; TokenGS
+    takes the same path without them); supervised layers (1, 2): a single scan keeping every layer."""
     from locojax.models.locusgs.network import LocusNet, NetConfig
-    kw = dict(dim=16, heads=2, patch=8, encoder_layers=2, decoder_layers=4, num_tokens=8, gaussians_per_token=2,
-              encoder_layer_scale=1.0, decoder_layer_scale=1.0, supervised_layers=(2, 4), anchors=True,
+    kw = dict(dim=16, heads=2, patch=8, encoder_layers=2, decoder_layers=2, num_tokens=8, gaussians_per_token=2,
+              encoder_layer_scale=1.0, decoder_layer_scale=1.0, supervised_layers=(1, 2), anchors=True,
               refine_radius=True, anchor_self_pe=True, anchor_cross_bias=True, radius_in_bias=True,
               anchored_centres=True, head_xy_grid=0.0, unused_params=False, pe_per_axis=8)
-    scanned, unrolled = LocusNet(NetConfig(**kw)), LocusNet(NetConfig(**kw, scan_layers=False))
+    scanned, unrolled = LocusNet(NetConfig(**kw, scan_layers=True)), LocusNet(NetConfig(**kw))
     rng = np.random.default_rng(0)
     images = jnp.asarray(rng.uniform(size=(1, 2, 16, 16, 3)), jnp.float32)
     c2w = np.tile(np.eye(4, dtype=np.float32), (1, 2, 1, 1))
@@ -82,7 +82,7 @@ def test_locusnet_scanned_matches_unrolled():
     K = jnp.asarray(np.tile(np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1]], np.float32), (1, 2, 1, 1)))
     params = scanned.init(jax.random.key(1), images, c2w, K)["params"]
     _assert_trees_close(params, unrolled.init(jax.random.key(1), images, c2w, K)["params"], 0.0)
-    assert {f"encoder_{i}" for i in range(2)} | {f"decoder_{i}" for i in range(4)} <= set(params)
+    assert {f"encoder_{i}" for i in range(2)} | {f"decoder_{i}" for i in range(2)} <= set(params)
 
     def loss(model):
         def f(p, img):

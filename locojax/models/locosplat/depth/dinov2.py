@@ -60,7 +60,7 @@ class DinoV2(nn.Module):
     depth: int
     taps: Sequence[int]
     dtype: jnp.dtype = jnp.float32
-    scan_layers: bool = True  # False: the Python-unrolled reference (same params, same outputs)
+    scan_layers: bool = False  # True: the blocks as one jax.lax.scan (same params; see docs/performance.md)
 
     @nn.compact
     def __call__(self, x):
@@ -72,7 +72,6 @@ class DinoV2(nn.Module):
         pos = self.param("pos_embed", nn.initializers.normal(0.02), (1, 1 + POS_GRID * POS_GRID, self.dim))
         tok = jnp.concatenate([jnp.broadcast_to(cls, (n, 1, self.dim)).astype(tok.dtype), tok], axis=1)
         tok = tok + self._pos(pos, gh, gw).astype(tok.dtype)
-        # the blocks are identical: one scanned block compiles once instead of `depth` times
         every = tap_stride(self.depth, self.taps)
         _, hidden = scan_blocks(self, functools.partial(DinoBlock, self.dim, self.heads, self.dtype),
                                 [f"blocks_{i}" for i in range(self.depth)], tok, out_every=every,
