@@ -240,7 +240,7 @@ class LocusNet(nn.Module):
                                    drho_head if c.anchors else None, carry, gammas[i])
                 after[i + 1] = carry
         outs = []
-        for layer in c.supervised_layers:
+        for layer in sorted(set(c.supervised_layers)):  # in layer order, as the loop appended them
             x, mu, rho, bias_map = after[layer]
             raw = head(x.astype(jnp.float32)).reshape(b, c.num_tokens, c.gaussians_per_token, HEAD_CHANNELS)
             outs.append(LayerOut(raw, mu, radius_of(rho[..., 0]), bias_map))
