@@ -7,4 +7,6 @@
     rays       Plücker rays through pixel centres, patch-pooled rays
     frames     canonical-frame transforms of cameras and Gaussians (SH of degree 1-3 rotated)
     precision  per-module compute dtypes
+    scan_blocks  identical named blocks as one jax.lax.scan, the param tree kept (off by default:
+               slower on XLA:CPU, docs/performance.md)
 """

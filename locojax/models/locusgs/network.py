@@ -13,6 +13,7 @@ heads refine (mu, rho) after every layer, centres are mu + r * sign*expm1(x).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -23,6 +24,8 @@ import jax.numpy as jnp
 from locojax.models.common.attention import multihead_attention
 from locojax.models.common.layers import (HeadLayerNorm, LayerScale, Mlp, SelfAttention, SelfAttentionBlock,
                                           TorchConv, TorchDense, dense, gelu, layer_norm)
+from locojax.models.common.scan_blocks import (functional, scan_blocks, scan_layers, stack_block_params,
+                                               tap_stride)
 from locojax.models.common.rays import patch_pooled_rays, plucker_rays, point_to_ray_distance
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -65,6 +68,8 @@ class NetConfig:
     dtype: Any = jnp.float32
     query_chunk: Any = None               # queries per attention chunk; None: unchunked
     attention_impl: Any = None
+    scan_layers: bool = False             # True: encoder / decoder layers as one jax.lax.scan each (same
+                                          # params; slower XLA:CPU compile, see docs/performance.md)
 
     @classmethod
     def from_model(cls, m, **compute) -> "NetConfig":
@@ -164,9 +169,10 @@ class LocusNet(nn.Module):
             layer_norm("ray_norm", dt)(conv("ray_embed")(rays.astype(dt)))
         t = t.reshape(b, -1, c.dim)
         # --- encoder
-        for i in range(c.encoder_layers):
-            t = SelfAttentionBlock(c.dim, c.heads, c.mlp_ratio, c.encoder_layer_scale, dt, c.attention_impl,
-                                   c.query_chunk, qk_norm=True, name=f"encoder_{i}")(t)
+        block = functools.partial(SelfAttentionBlock, c.dim, c.heads, c.mlp_ratio, c.encoder_layer_scale, dt,
+                                  c.attention_impl, c.query_chunk, qk_norm=True)
+        t, _ = scan_blocks(self, block, [f"encoder_{i}" for i in range(c.encoder_layers)], t,
+                           out_every=c.encoder_layers, unroll=not c.scan_layers)
         t = layer_norm("encoder_norm", dt)(t)
         kv = TorchDense(2 * c.dim, dtype=dt, name="kv_proj")(t)
         k = HeadLayerNorm(c.heads, dt, name="k_norm")(kv[..., :c.dim])
@@ -191,26 +197,53 @@ class LocusNet(nn.Module):
         head = dense(HEAD_CHANNELS * c.gaussians_per_token, "gaussian_head", jnp.float32,
                      kernel_init=nn.initializers.truncated_normal(0.002),
                      bias_init=_head_bias_init(c.gaussians_per_token, c.head_xy_grid))
-        outs = []
-        for i in range(c.decoder_layers):
+        def layer_step(layer, dmu, drho, carry, g_i):
+            """One decoder layer and the anchors' refinement: (x, mu, rho, bias map) -> the same."""
+            x, mu, rho, _ = carry
             bias_map = jnp.zeros((b, c.num_tokens, 1), jnp.float32)
             attn_bias = None
             if c.anchors and c.anchor_cross_bias:
                 r = radius_of(rho[..., 0]) if c.radius_in_bias else jnp.ones_like(rho[..., 0])
                 bias_map = ray_bias(mu, r, patch_rays, sigma_ratio=c.sigma_ratio,
                                     sigma2_floor=c.sigma2_floor, clamp=c.bias_clamp)
-                attn_bias = (jax.nn.softplus(g[i]) * bias_map)[:, None]  # one map for all heads
-            x = DecoderLayer(c, name=f"decoder_{i}")(x, k, vals, mu, attn_bias)
+                attn_bias = (jax.nn.softplus(g_i) * bias_map)[:, None]  # one map for all heads
+            x = layer(x, k, vals, mu, attn_bias)
             if c.anchors:
                 xf = x.astype(jnp.float32)
-                mu = mu + pos_act(dmu_head(xf))
+                mu = mu + pos_act(dmu(xf))
                 if c.refine_radius:
-                    rho = rho + drho_head(xf)
+                    rho = rho + drho(xf)
                 else:
-                    drho_head(xf)  # parameters kept, unused
-            if (i + 1) in c.supervised_layers:
-                raw = head(x.astype(jnp.float32)).reshape(b, c.num_tokens, c.gaussians_per_token, HEAD_CHANNELS)
-                outs.append(LayerOut(raw, mu, radius_of(rho[..., 0]), bias_map))
+                    drho(xf)  # parameters kept, unused
+            return x, mu, rho, bias_map
+
+        n_rays = patch_rays.shape[1] if c.anchors and c.anchor_cross_bias else 1
+        carry = (x, mu, rho, jnp.zeros((b, c.num_tokens, n_rays), jnp.float32))
+        gammas = g if c.anchors else jnp.zeros((c.decoder_layers,), jnp.float32)
+        names = [f"decoder_{i}" for i in range(c.decoder_layers)]
+        # carries are kept after every `every`-th layer: all the supervised ones, few others
+        every = tap_stride(c.decoder_layers, [s - 1 for s in c.supervised_layers])
+        after = {}  # 1-based layer -> carry after it
+        if c.scan_layers and not self.is_initializing():
+            layer_fn = DecoderLayer(c, parent=None)
+            dmu, drho = (functional(self, dmu_head), functional(self, drho_head)) if c.anchors else (None, None)
+
+            def step(cr, p, g_i):
+                return layer_step(lambda *a: layer_fn.apply({"params": p}, *a), dmu, drho, cr, g_i)
+
+            _, kept = scan_layers(step, stack_block_params(self, names), carry, gammas, out_every=every)
+            for j in range(c.decoder_layers // every):
+                after[(j + 1) * every] = jax.tree.map(lambda a: a[j], kept)
+        else:  # init (creates every layer's params under its name) and the unrolled reference
+            for i, name in enumerate(names):
+                carry = layer_step(DecoderLayer(c, name=name), dmu_head if c.anchors else None,
+                                   drho_head if c.anchors else None, carry, gammas[i])
+                after[i + 1] = carry
+        outs = []
+        for layer in sorted(set(c.supervised_layers)):  # in layer order, as the loop appended them
+            x, mu, rho, bias_map = after[layer]
+            raw = head(x.astype(jnp.float32)).reshape(b, c.num_tokens, c.gaussians_per_token, HEAD_CHANNELS)
+            outs.append(LayerOut(raw, mu, radius_of(rho[..., 0]), bias_map))
         return outs
 
 

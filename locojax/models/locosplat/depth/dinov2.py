@@ -8,6 +8,7 @@ its 37 x 37 grid with DINOv2's +0.1 offset, pre-norm blocks with LayerScale, Lay
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -16,6 +17,7 @@ import jax.numpy as jnp
 
 from locojax.models.common.layers import TorchConv, TorchDense, gelu
 from locojax.models.common.attention import multihead_attention
+from locojax.models.common.scan_blocks import scan_blocks, tap_stride
 from locojax.models.locosplat.depth.resize import resize_hw
 
 DINOV2_LN_EPS = 1e-6
@@ -58,6 +60,7 @@ class DinoV2(nn.Module):
     depth: int
     taps: Sequence[int]
     dtype: jnp.dtype = jnp.float32
+    scan_layers: bool = False  # True: the blocks as one jax.lax.scan (same params; see docs/performance.md)
 
     @nn.compact
     def __call__(self, x):
@@ -69,13 +72,15 @@ class DinoV2(nn.Module):
         pos = self.param("pos_embed", nn.initializers.normal(0.02), (1, 1 + POS_GRID * POS_GRID, self.dim))
         tok = jnp.concatenate([jnp.broadcast_to(cls, (n, 1, self.dim)).astype(tok.dtype), tok], axis=1)
         tok = tok + self._pos(pos, gh, gw).astype(tok.dtype)
-        outs = []
+        every = tap_stride(self.depth, self.taps)
+        _, hidden = scan_blocks(self, functools.partial(DinoBlock, self.dim, self.heads, self.dtype),
+                                [f"blocks_{i}" for i in range(self.depth)], tok, out_every=every,
+                                unroll=not self.scan_layers)
         norm = _ln("norm")
-        for i in range(self.depth):
-            tok = DinoBlock(self.dim, self.heads, self.dtype, name=f"blocks_{i}")(tok)
-            if i in self.taps:
-                y = norm(tok)
-                outs.append((y[:, 1:], y[:, 0]))
+        outs = []
+        for i in self.taps:
+            y = norm(hidden[(i + 1) // every - 1])
+            outs.append((y[:, 1:], y[:, 0]))
         return outs
 
     def _pos(self, pos, gh: int, gw: int):
