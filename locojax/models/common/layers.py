@@ -20,7 +20,6 @@ import jax
 import jax.numpy as jnp
 
 from locojax.models.common.attention import multihead_attention
-from locojax.models.common.depthwise_conv import depthwise_conv2d
 
 TORCH_LN_EPS = 1e-5
 # timm's ViT init (and GlobalSplat's `_init_encoder_weights`): trunc_normal(std=0.02) kernels, zero bias.
@@ -143,18 +142,10 @@ class TorchConv(nn.Module):
         lead = x.shape[:-3]
         x = x.reshape((-1,) + x.shape[-3:]).astype(self.dtype)
         x = _pad_spatial(x, pad, self.padding_mode)
-        if (kh, kw) == (1, 1) and self.groups == 1:
-            # A 1x1 conv is a matmul over channels. As a dot its filter gradient needs no layout copies:
-            # on XLA:CPU the conv form is 6 kernels with both gradients (3 transposes), the dot 3 + 1
-            # (docs/performance.md, "depthwise convolutions"); cuBLAS/TPU matmuls are as fast as 1x1 convs.
-            y = jnp.dot(x[:, ::sh, ::sw, :], kernel[0, 0].astype(self.dtype))
-        elif self.groups == c_in == self.features and self.groups > 1:  # depthwise: see depthwise_conv.py
-            y = depthwise_conv2d(x, kernel.astype(self.dtype), (sh, sw), (dh, dw))
-        else:
-            y = jax.lax.conv_general_dilated(
-                x, kernel.astype(self.dtype), window_strides=(sh, sw), padding="VALID",
-                rhs_dilation=(dh, dw), dimension_numbers=("NHWC", "HWIO", "NHWC"),
-                feature_group_count=self.groups)
+        y = jax.lax.conv_general_dilated(
+            x, kernel.astype(self.dtype), window_strides=(sh, sw), padding="VALID",
+            rhs_dilation=(dh, dw), dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            feature_group_count=self.groups)
         if self.use_bias:
             fan_in = kh * kw * c_in // self.groups
             bias = self.param("bias", self.bias_init or torch_bias_init(fan_in), (self.features,), jnp.float32)
