@@ -118,7 +118,7 @@ def _tiny(config):
     d.feature_head_out_channels = (8, 16, 32, 32)
     m.regressor_channels = 32
     config.loss.lpips_weight = 0.0  # LPIPS-VGG dominates a CPU step at this size: MSE only
-    # 100 steps: held-out 24.65 dB vs copy-nearest 20.94, mean colour 18.90 (dataset 1.1.0; docs/results.md).
+    # 100 steps: held-out 24.48 dB vs copy-nearest 20.94, mean colour 18.90 (dataset 1.1.0; docs/results.md).
     config.total_steps = 100
     config.batch_size = 2
     config.log_every = 10
