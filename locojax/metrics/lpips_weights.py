@@ -15,7 +15,6 @@ import pathlib
 import pickle
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 # The 13 conv layers of VGG16 `features` (torchvision indices 0, 2, 5, ... 28), in order.
@@ -86,6 +85,6 @@ def lpips_vgg_params() -> dict:
     # The first call may happen inside a jit trace: make concrete device arrays, never cached tracers.
     with jax.ensure_compile_time_eval():
         return {
-            "convs": [(jnp.asarray(k), jnp.asarray(b)) for k, b in weights["convs"]],
-            "heads": [jnp.asarray(h) for h in weights["heads"]],
+            "convs": [(jax.device_put(k), jax.device_put(b)) for k, b in weights["convs"]],
+            "heads": [jax.device_put(h) for h in weights["heads"]],
         }

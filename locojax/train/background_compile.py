@@ -13,9 +13,11 @@ of compiling again (static shapes: one compilation per configuration).
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import jax
+import jax.numpy as jnp
 
 
 def arg_spec(tree):
@@ -24,6 +26,16 @@ def arg_spec(tree):
     return jax.tree_util.tree_map(
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None),
                                        weak_type=getattr(x, "weak_type", False)), tree)
+
+
+@functools.cache
+def _initialise_lapack() -> None:
+    """XLA:CPU lowers `jnp.linalg.inv` (the models' camera inverses) to LAPACK custom calls, whose first
+    lowering imports scipy. Done once on the caller's thread before the worker starts: otherwise the
+    worker's and the caller's lowerings both reach that import while they contend for the GIL
+    (seconds on 2 cores; docs/performance.md, "Warm rerun, end to end")."""
+    if jax.default_backend() == "cpu":
+        jax.jit(jnp.linalg.inv).lower(jax.ShapeDtypeStruct((2, 2), jnp.float32))
 
 
 class BackgroundCompile:
@@ -39,6 +51,7 @@ class BackgroundCompile:
         self._jitted = jitted
         self._compiled = None
         self._error: BaseException | None = None
+        _initialise_lapack()
         self._thread = threading.Thread(target=self._work, name="locojax-background-compile", daemon=True)
         self._thread.start()
 

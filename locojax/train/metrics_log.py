@@ -3,6 +3,7 @@ PNG sample renders, and a tqdm progress bar for long runs. Only process 0 writes
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import math
 import os
@@ -20,19 +21,29 @@ def _jsonable(v):
     return v
 
 
+def _open_tensorboard(logdir: str):
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError:  # TensorBoard is optional; metrics.jsonl is the record
+        return None
+    return SummaryWriter(logdir=logdir, flush_secs=30)
+
+
 class MetricsLogger:
     def __init__(self, workdir: str, enabled: bool = True):
         self.enabled = enabled
         self.path = os.path.join(workdir, "metrics.jsonl")
-        self._tb = None
+        self._tb_pending = None
         if enabled:
             os.makedirs(workdir, exist_ok=True)
-            try:
-                from tensorboardX import SummaryWriter
+            # tensorboardX imports slowly: it loads beside the run's setup and the first record waits for it.
+            pool = concurrent.futures.ThreadPoolExecutor(1, "locojax-tensorboard")
+            self._tb_pending = pool.submit(_open_tensorboard, os.path.join(workdir, "tensorboard"))
+            pool.shutdown(wait=False)
 
-                self._tb = SummaryWriter(logdir=os.path.join(workdir, "tensorboard"), flush_secs=30)
-            except ImportError:  # TensorBoard is optional; metrics.jsonl is the record
-                self._tb = None
+    @property
+    def _tb(self):
+        return None if self._tb_pending is None else self._tb_pending.result()
 
     def write(self, record: dict, prefix: str = "train") -> None:
         if not self.enabled:
