@@ -8,12 +8,10 @@ import time
 import jax
 import numpy as np
 
-from locojax.train.grad_norm import concat_limit
 from locojax.train import sharding as shd
 from locojax.train.checkpoint import abstract_with_shardings
-from locojax.train.run import build_run, placeholder_batch
+from locojax.train.run import build_run, placeholder_batch, run_train_step
 from locojax.train.state import count_params
-from locojax.train.step import jit_train_step, make_train_step
 
 
 def train_step_from_shapes(run):
@@ -23,9 +21,7 @@ def train_step_from_shapes(run):
     bsh = shd.batch_sharding(run.mesh)
     batch_spec = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=bsh),
                                         run.example_batch)
-    step = jit_train_step(make_train_step(run.model, run.tx, run.schedule, run.render,
-                                          norm_concat_below=concat_limit(run.config.sharding)),
-                          run.state_shardings, bsh, shd.replicated(run.mesh))
+    step = run_train_step(run)
     return step, state_spec, batch_spec
 
 

@@ -14,12 +14,9 @@ from collections import defaultdict
 import jax
 import numpy as np
 
-from locojax.train.grad_norm import concat_limit
-from locojax.train import sharding as shd
 from locojax.train.flops import count_flops
-from locojax.train.run import build_run, placeholder_batch
+from locojax.train.run import build_run, placeholder_batch, run_train_step
 from locojax.train.state import count_params
-from locojax.train.step import jit_train_step, make_train_step
 
 
 def _size(x) -> int:
@@ -90,10 +87,7 @@ def _flops(config, run) -> dict:
         return model.predict(params, context, step=step, train=False, rng=rng)
 
     fwd = count_flops(forward, run.abstract_state.params, context, rng)
-    step_fn = jit_train_step(make_train_step(model, run.tx, run.schedule, run.render,
-                                             norm_concat_below=concat_limit(run.config.sharding)),
-                             run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))
-    train = count_flops(step_fn, run.abstract_state, _abstract(run.example_batch))
+    train = count_flops(run_train_step(run), run.abstract_state, _abstract(run.example_batch))
     return dict(flops_forward=fwd.flops, flops_train_step=train.flops,
                 flops_forward_xla=fwd.xla_flops, flops_train_step_xla=train.xla_flops,
                 scans_corrected=fwd.scans + train.scans,

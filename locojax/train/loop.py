@@ -17,7 +17,6 @@ from typing import Callable, Optional, Sequence
 import jax
 import numpy as np
 
-from locojax.train.grad_norm import concat_limit
 from locojax.train import checkpoint as ckpt
 from locojax.train.background_compile import BackgroundCompile
 from locojax.train import compile_cache
@@ -26,11 +25,10 @@ from locojax.train.evaluate import DIAG_PREFIX, Evaluator, format_lpips, summari
 from locojax.train.import_run import init_params_from
 from locojax.train.metrics_log import MetricsLogger, Progress, sample_grid, save_png
 from locojax.train.run import DataSource, Run, build_run, default_data_source, eval_config, eval_protocol, \
-    peek_batch
+    peek_batch, run_train_step
 from locojax.train.run_dir import CONFIG_FILE, check_config, config_changes, config_to_dict, describe_changes, \
     save_config, write_run_json
 from locojax.train.state import count_params, create_state
-from locojax.train.step import jit_train_step, make_train_step
 
 
 class NonFiniteError(RuntimeError):
@@ -162,11 +160,7 @@ def train_and_evaluate(config, workdir: str, *, model=None, data: Optional[DataS
     # From here the train step traces, lowers and compiles (or loads from the persistent cache) on a
     # background thread, beside the state's initialisation and the step-0 evaluation: on a warm rerun
     # these are the three largest executables to load (docs/performance.md, "warm rerun, end to end").
-    step_fn = jit_train_step(
-        make_train_step(run.model, run.tx, run.schedule, run.render,
-                        norm_concat_below=concat_limit(run.config.sharding)),
-        run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))
-    pending_step = BackgroundCompile(step_fn, ckpt.abstract_with_shardings(run.abstract_state, run.state_shardings),
+    pending_step = BackgroundCompile(run_train_step(run), ckpt.abstract_with_shardings(run.abstract_state, run.state_shardings),
                                      run.example_batch)
     if restored is not None:
         _, state, data_states = restored

@@ -17,8 +17,10 @@ import numpy as np
 from locojax.models.registry import build_model
 from locojax.render.factory import make_render_fn
 from locojax.train import sharding as shd
+from locojax.train.grad_norm import concat_limit
 from locojax.train.optimizer import make_optimizer
 from locojax.train.state import abstract_params, abstract_state_from_params, make_init_fn
+from locojax.train.step import jit_train_step, make_train_step
 from locojax.types import Batch, Views
 
 
@@ -96,6 +98,14 @@ def build_run(config, example_local_batch, model=None) -> Run:
     shardings = shd.state_shardings(abstract, mesh, config.sharding)
     return Run(config, model, mesh, tx, schedule, render, init_fn, abstract, shardings, example,
                labels, process_index, process_count)
+
+
+def run_train_step(run: Run):
+    """The run's jitted train step, built in one place: training, `describe` and the AOT benchmarks
+    compile the same program (and so share one compilation-cache entry)."""
+    step = make_train_step(run.model, run.tx, run.schedule, run.render,
+                           norm_concat_below=concat_limit(run.config.sharding))
+    return jit_train_step(step, run.state_shardings, shd.batch_sharding(run.mesh), shd.replicated(run.mesh))
 
 
 def peek_batch(iterator):
